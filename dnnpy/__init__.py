@@ -1,0 +1,43 @@
+"""dnnpy: dlib's deep-learning module (``dnn``) in Python.
+
+Networks are nested bracket templates over layers with dlib's names::
+
+    import numpy as np, dnnpy
+    from dnnpy import relu, cont, con, input_rgb_image, loss_mean_squared_per_channel_and_pixel
+
+    net_type = loss_mean_squared_per_channel_and_pixel[3,
+                   relu[cont[3,4,4,2,2, relu[con[16,4,4,2,2, input_rgb_image]]]]]
+    net = net_type()
+    out = net.subnet()(images)      # forward a batch of HxWx3 uint8 images
+
+Ops live in ``dnnpy.tensor_tools`` (CPU: numpy; CUDA: CuPy + cuDNN), every layer is checked
+by ``dnnpy.test_layer``.
+"""
+
+from . import tensor_tools
+from .core import (add_layer, add_loss_layer, add_skip_layer, add_tag_layer, input_layer, layer,
+                   repeat_layer)
+from .errors import SerializationError
+from .inputs import input, input_rgb_image, input_tensor
+from .layers import *  # noqa: F401,F403
+from .layers import __all__ as _layers_all
+from .loss import loss_mean_squared_per_channel_and_pixel, loss_mean_squared_per_channel_and_pixel_
+from .templates import NetType, SUBNET, net_type_from_string, repeat, skip_templates, tag_templates
+from .tensor import alias_tensor, have_same_dimensions, resizable_tensor, tensor
+from .tensor_tools import force_cpu, use_cuda
+from .testing import layer_test_results, test_layer
+
+tag1, tag2, tag3, tag4, tag5, tag6, tag7, tag8, tag9, tag10 = tag_templates
+skip1, skip2, skip3, skip4, skip5, skip6, skip7, skip8, skip9, skip10 = skip_templates
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "tensor", "resizable_tensor", "alias_tensor", "have_same_dimensions", "tensor_tools",
+    "add_layer", "add_loss_layer", "add_tag_layer", "add_skip_layer", "repeat_layer", "layer",
+    "input_layer", "repeat", "SUBNET", "NetType", "net_type_from_string",
+    "input", "input_rgb_image", "input_tensor",
+    "loss_mean_squared_per_channel_and_pixel", "loss_mean_squared_per_channel_and_pixel_",
+    "test_layer", "layer_test_results", "force_cpu", "use_cuda", "SerializationError",
+    *[f"tag{i}" for i in range(1, 11)], *[f"skip{i}" for i in range(1, 11)], *_layers_all,
+]

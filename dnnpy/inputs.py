@@ -1,0 +1,158 @@
+"""Input layers: convert a batch of Python/numpy objects into a network's input tensor.
+
+Every input layer has ``to_tensor(batch, data)`` that fills the ``resizable_tensor``
+``data``, ``__repr__`` in dlib's printed form, and a class-level ``type_expr()`` naming it
+inside a bracket expression. Images are written planar: ``data[n, channel, row, col]``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .tensor import resizable_tensor, tensor
+
+__all__ = ["input_layer", "input", "input_tensor", "input_rgb_image"]
+
+
+class input_layer:
+    """Base class of input layers (its subclasses are usable as a template's SUBNET)."""
+
+    @classmethod
+    def type_expr(cls) -> str:
+        return cls.__name__
+
+    def to_tensor(self, batch, data: resizable_tensor):
+        raise NotImplementedError
+
+    def _batch(self, batch):
+        items = list(batch) if not isinstance(batch, np.ndarray) else batch
+        if len(items) == 0:
+            raise ValueError(f"{self!r}.to_tensor: the batch is empty")
+        return items
+
+
+def _stack_images(layer, items, ndim, what):
+    """Stack a batch of equally sized arrays, with errors naming the layer and shapes."""
+    first = np.asarray(items[0])
+    arrays = []
+    for i, item in enumerate(items):
+        a = np.asarray(item)
+        if a.ndim != ndim or a.shape != first.shape:
+            raise ValueError(
+                f"{layer!r}.to_tensor: every input must be {what} of one shape; input 0 has shape "
+                f"{first.shape}, input {i} has shape {a.shape}")
+        arrays.append(a)
+    return np.stack(arrays) if not isinstance(items, np.ndarray) else items
+
+
+class input_rgb_image(input_layer):
+    """Batch of ``H x W x 3`` uint8 RGB images -> ``(N, 3, H, W)`` with
+    ``(channel - avg) / 256`` (dlib's mean subtraction)."""
+
+    def __init__(self, avg_red=122.782, avg_green=117.001, avg_blue=104.298):
+        self.avg_red = float(np.float32(avg_red))
+        self.avg_green = float(np.float32(avg_green))
+        self.avg_blue = float(np.float32(avg_blue))
+
+    def get_avg_red(self):
+        return self.avg_red
+
+    def get_avg_green(self):
+        return self.avg_green
+
+    def get_avg_blue(self):
+        return self.avg_blue
+
+    def to_tensor(self, batch, data):
+        items = self._batch(batch)
+        imgs = _stack_images(self, items, 3, "an H x W x 3 uint8 RGB image")
+        if imgs.ndim != 4 or imgs.shape[3] != 3 or imgs.dtype != np.uint8:
+            raise ValueError(f"{self!r}.to_tensor: expected H x W x 3 uint8 images, got a batch of "
+                             f"shape {imgs.shape[1:]} and dtype {imgs.dtype}")
+        n, nr, nc, _ = imgs.shape
+        data.set_size(n, 3, nr, nc)
+        out = data.host_write_only()
+        avg = np.array([self.avg_red, self.avg_green, self.avg_blue], dtype=np.float32)
+        # float32 arithmetic in dlib's order: (pixel - avg) / 256
+        np.subtract(imgs.transpose(0, 3, 1, 2), avg[None, :, None, None], out=out, dtype=np.float32)
+        out /= np.float32(256)
+
+    def __repr__(self):
+        return f"input_rgb_image({self.avg_red:g},{self.avg_green:g},{self.avg_blue:g})"
+
+
+class input_tensor(input_layer):
+    """Batch of dnnpy tensors (or 4-D arrays) with equal ``(k, nr, nc)``: their samples are
+    concatenated."""
+
+    def to_tensor(self, batch, data):
+        items = self._batch(batch)
+        arrays = [t.host_read() if isinstance(t, tensor) else np.asarray(t, dtype=np.float32)
+                  for t in items]
+        first = arrays[0]
+        for i, a in enumerate(arrays):
+            if a.ndim != 4 or a.shape[1:] != first.shape[1:]:
+                raise ValueError(
+                    f"input_tensor.to_tensor: every input must be a 4-D tensor with the same "
+                    f"(k, nr, nc); input 0 has shape {first.shape}, input {i} has shape {a.shape}")
+        data.set_size(sum(a.shape[0] for a in arrays), *first.shape[1:])
+        np.concatenate(arrays, axis=0, out=data.host_write_only())
+
+    def __repr__(self):
+        return "input_tensor"
+
+
+class _input_matrix(input_layer):
+    """Batch of 2-D arrays of one dtype -> ``(N, 1, nr, nc)``; uint8 values are divided by
+    256, others copied (dlib's ``input<matrix<T>>``)."""
+
+    dtype = None  # set by input[dtype]
+
+    @classmethod
+    def type_expr(cls) -> str:
+        return f"input[{np.dtype(cls.dtype).name}]"
+
+    def to_tensor(self, batch, data):
+        items = self._batch(batch)
+        imgs = _stack_images(self, items, 2, f"a 2-D {np.dtype(self.dtype).name} matrix")
+        if imgs.ndim != 3 or imgs.dtype != self.dtype:
+            raise ValueError(f"{self!r}.to_tensor: expected 2-D {np.dtype(self.dtype).name} matrices, "
+                             f"got a batch of shape {imgs.shape[1:]} and dtype {imgs.dtype}")
+        n, nr, nc = imgs.shape
+        data.set_size(n, 1, nr, nc)
+        out = data.host_write_only()[:, 0]
+        if self.dtype == np.uint8:
+            np.divide(imgs, np.float32(256), out=out, dtype=np.float32)
+        else:
+            out[...] = imgs
+
+    def __repr__(self):
+        return "input<matrix>"
+
+
+_INPUT_TYPES = {}
+
+
+class _input_template:
+    """``input[np.float32]``, ``input[np.uint8]``: input layer types for 2-D arrays."""
+
+    _SUPPORTED = (np.uint8, np.float32, np.float64, np.int32, np.int64, np.uint16, np.int16, np.int8)
+
+    def __getitem__(self, dtype):
+        try:
+            dt = np.dtype(dtype)
+        except TypeError:
+            raise TypeError(f"input[...] takes a numpy dtype such as np.float32, got {dtype!r}") from None
+        if dt.type not in self._SUPPORTED:
+            raise TypeError(f"input[...]: unsupported dtype {dt.name}")
+        cls = _INPUT_TYPES.get(dt)
+        if cls is None:
+            cls = type(f"input_{dt.name}", (_input_matrix,), {"dtype": dt.type, "__module__": __name__})
+            _INPUT_TYPES[dt] = cls
+        return cls
+
+    def __repr__(self):
+        return "input"
+
+
+input = _input_template()

@@ -1,0 +1,132 @@
+"""What computational layers share: the base class, parameter initialisation, the
+learning-rate / weight-decay multipliers, and argument checks.
+
+The layer contract (dlib's EXAMPLE_COMPUTATIONAL_LAYER_, see docs/layer_interface.md):
+``setup(sub)``, then either ``forward(sub, output)`` + ``backward([computed_output,]
+gradient_input, sub, params_grad)`` or ``forward_inplace(input, output)`` +
+``backward_inplace([computed_output,] gradient_input, data_grad, params_grad)``;
+``backward_needs_output`` says whether backward takes ``computed_output``.
+``params_grad`` is ASSIGNED; the subnet's gradient is ADDED to (in place: assigned iff
+``data_grad is gradient_input``).
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ..tensor import resizable_tensor
+
+__all__ = ["computational_layer", "with_multipliers", "randomize_parameters", "set_random_seed",
+           "get_learning_rate_multiplier", "get_weight_decay_multiplier",
+           "get_bias_learning_rate_multiplier", "get_bias_weight_decay_multiplier"]
+
+# dlib seeds its initialisers from std::rand(), deterministic unless srand() is called;
+# likewise a fresh process here initialises identically until set_random_seed().
+_rng = np.random.default_rng(0)
+
+
+def set_random_seed(seed):
+    """Reseed the generator used to initialise layer parameters."""
+    global _rng
+    _rng = np.random.default_rng(seed)
+
+
+def randomize_parameters(params, fan_in_plus_fan_out):
+    """Glorot/Xavier uniform (dlib's ``randomize_parameters``): every value uniform in
+    ``[-sqrt(6/fan), sqrt(6/fan)]`` with ``fan = inputs + outputs``."""
+    bound = np.sqrt(6.0 / fan_in_plus_fan_out)
+    a = params.host_write_only()
+    a[...] = (_rng.random(a.shape, dtype=np.float32) * 2 - 1) * np.float32(bound)
+
+
+def fmt(x) -> str:
+    """A number as C++'s default ostream prints it (dlib's printed layer strings)."""
+    return f"{x:g}" if isinstance(x, float) else str(x)
+
+
+def check_int(layer_name, name, value, minimum=None):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{layer_name}: {name} must be an integer, got {value!r}")
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{layer_name}: {name} must be >= {minimum}, got {value}")
+    return value
+
+
+class computational_layer:
+    """Base class of computational layer details."""
+
+    backward_needs_output = False
+
+    def __init__(self):
+        self.params = resizable_tensor()
+
+    def setup(self, sub):
+        pass
+
+    def get_layer_params(self):
+        return self.params
+
+    def __str__(self):
+        return repr(self)
+
+
+class with_multipliers:
+    """dlib's four per-layer multipliers (read by the solvers): learning rate and weight
+    decay for the weights, and separately for the biases."""
+
+    learning_rate_multiplier = 1.0
+    weight_decay_multiplier = 1.0
+    bias_learning_rate_multiplier = 1.0
+    bias_weight_decay_multiplier = 0.0
+
+    def get_learning_rate_multiplier(self):
+        return self.learning_rate_multiplier
+
+    def set_learning_rate_multiplier(self, val):
+        self.learning_rate_multiplier = float(val)
+
+    def get_weight_decay_multiplier(self):
+        return self.weight_decay_multiplier
+
+    def set_weight_decay_multiplier(self, val):
+        self.weight_decay_multiplier = float(val)
+
+    def get_bias_learning_rate_multiplier(self):
+        return self.bias_learning_rate_multiplier
+
+    def set_bias_learning_rate_multiplier(self, val):
+        self.bias_learning_rate_multiplier = float(val)
+
+    def get_bias_weight_decay_multiplier(self):
+        return self.bias_weight_decay_multiplier
+
+    def set_bias_weight_decay_multiplier(self, val):
+        self.bias_weight_decay_multiplier = float(val)
+
+    def _multipliers_str(self, use_bias=True):
+        s = (f" learning_rate_mult={fmt(self.learning_rate_multiplier)}"
+             f" weight_decay_mult={fmt(self.weight_decay_multiplier)}")
+        if use_bias:
+            s += (f" bias_learning_rate_mult={fmt(self.bias_learning_rate_multiplier)}"
+                  f" bias_weight_decay_mult={fmt(self.bias_weight_decay_multiplier)}")
+        else:
+            s += " use_bias=false"
+        return s
+
+
+def _multiplier_getter(name):
+    def get(details):
+        f = getattr(details, "get_" + name, None)
+        return f() if f is not None else 1.0
+    get.__name__ = "get_" + name
+    get.__doc__ = f"``details.get_{name}()``, or 1 for layers without that multiplier (as in dlib)."
+    return get
+
+
+get_learning_rate_multiplier = _multiplier_getter("learning_rate_multiplier")
+get_weight_decay_multiplier = _multiplier_getter("weight_decay_multiplier")
+get_bias_learning_rate_multiplier = _multiplier_getter("bias_learning_rate_multiplier")
+get_bias_weight_decay_multiplier = _multiplier_getter("bias_weight_decay_multiplier")

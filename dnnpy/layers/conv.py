@@ -1,0 +1,226 @@
+"""Convolution layers: ``con_`` and the transposed convolution ``cont_``.
+
+Both keep their parameters in one flat tensor, filters first, then ``num_filters`` biases,
+reached through ``alias_tensor`` views (dlib's layout, so dlib's files load as they are).
+``con_`` filters are ``(num_filters, k_in, nr, nc)``; ``cont_`` filters are
+``(k_in, num_filters, nr, nc)``: they are the filters of the convolution that ``cont_``
+runs backwards (docs/transposed_convolution.md).
+"""
+
+from __future__ import annotations
+
+from .. import tensor_tools as tt
+from ..tensor import alias_tensor
+from ..templates import layer_template
+from .base import check_int, computational_layer, fmt, randomize_parameters, with_multipliers
+
+__all__ = ["con_", "cont_", "con", "cont"]
+
+
+class _conv_base(computational_layer, with_multipliers):
+    """Constructor arguments and bookkeeping shared by con_ and cont_."""
+
+    _allow_whole_input = False  # con_ accepts nr/nc == 0: the filter spans the whole input
+
+    def __init__(self, num_filters, nr, nc, stride_y, stride_x, padding_y=None, padding_x=None):
+        super().__init__()
+        name = type(self).__name__
+        lo = 0 if self._allow_whole_input else 1
+        self.num_filters_ = check_int(name, "num_filters", num_filters, 1)
+        self._nr = check_int(name, "nr", nr, lo)
+        self._nc = check_int(name, "nc", nc, lo)
+        self._stride_y = check_int(name, "stride_y", stride_y, 1)
+        self._stride_x = check_int(name, "stride_x", stride_x, 1)
+        # dlib's defaults: "same" padding for stride 1, none otherwise
+        if padding_y is None:
+            padding_y = 0 if self._stride_y != 1 else self._nr // 2
+        if padding_x is None:
+            padding_x = 0 if self._stride_x != 1 else self._nc // 2
+        self.padding_y_ = check_int(name, "padding_y", padding_y, 0)
+        self.padding_x_ = check_int(name, "padding_x", padding_x, 0)
+        for axis, pad, size in (("y", self.padding_y_, self._nr), ("x", self.padding_x_, self._nc)):
+            if size == 0 and pad != 0:
+                raise ValueError(f"{name}: padding_{axis} must be 0 when the filter spans the whole input")
+            if size != 0 and pad >= size:
+                raise ValueError(f"{name}: padding_{axis}={pad} must be smaller than the filter size {size}")
+        self.use_bias = True
+        self.filters = alias_tensor()
+        self.biases = alias_tensor()
+        self._conv = tt.tensor_conv()
+
+    # dlib's accessors
+    def num_filters(self):
+        return self.num_filters_
+
+    def nr(self):
+        return self._nr if self._nr else self.filters.nr()
+
+    def nc(self):
+        return self._nc if self._nc else self.filters.nc()
+
+    def stride_y(self):
+        return self._stride_y
+
+    def stride_x(self):
+        return self._stride_x
+
+    def padding_y(self):
+        return self.padding_y_
+
+    def padding_x(self):
+        return self.padding_x_
+
+    def set_num_filters(self, num):
+        num = check_int(type(self).__name__, "num_filters", num, 1)
+        if num != self.num_filters_ and self.params.size() != 0:
+            raise ValueError(f"{type(self).__name__}: can't change the number of filters once the "
+                             "parameters are allocated")
+        self.num_filters_ = num
+
+    def bias_is_disabled(self):
+        return not self.use_bias
+
+    def get_filters(self):
+        return self.filters(self.params, 0)
+
+    def get_biases(self):
+        if not self.use_bias:
+            raise ValueError(f"{type(self).__name__}: the bias is disabled")
+        return self.biases(self.params, self.filters.size())
+
+    def _allocate(self, filter_shape, k_in):
+        """Filters then biases in one flat tensor; Glorot init with dlib's fan, zero biases."""
+        nf = self.num_filters_
+        self.filters = alias_tensor(*filter_shape)
+        self.params.set_size(self.filters.size() + (nf if self.use_bias else 0))
+        randomize_parameters(self.params, self.filters.size() // nf + nf)
+        if self.use_bias:
+            self.biases = alias_tensor(1, nf)
+            self.biases(self.params, self.filters.size()).fill(0)
+
+    def _assign_bias_gradient(self, params_grad, gradient_input):
+        if self.use_bias:
+            tt.assign_conv_bias_gradient(self.biases(params_grad, self.filters.size()), gradient_input)
+
+    def __repr__(self):
+        name = type(self).__name__.rstrip("_")
+        return (f"{name}\t (num_filters={self.num_filters_}, nr={self.nr()}, nc={self.nc()}, "
+                f"stride_y={self._stride_y}, stride_x={self._stride_x}, "
+                f"padding_y={self.padding_y_}, padding_x={self.padding_x_})"
+                + self._multipliers_str(self.use_bias))
+
+
+class con_(_conv_base):
+    """Convolution (cross-correlation) with ``num_filters`` filters of ``nr x nc``.
+
+    ``out.nr = 1 + (in.nr + 2*padding_y - nr) // stride_y`` (likewise nc). ``nr`` or ``nc``
+    0 makes the filter span the whole input in that direction. Padding defaults to
+    ``nr//2`` when the stride is 1, else 0 (dlib's defaults).
+    """
+
+    _allow_whole_input = True
+
+    def __init__(self, num_filters, nr, nc, stride_y, stride_x, padding_y=None, padding_x=None):
+        super().__init__(num_filters, nr, nc, stride_y, stride_x, padding_y, padding_x)
+        self.use_relu = False
+
+    def disable_bias(self):
+        """Drop the biases (and their storage, if already allocated)."""
+        if not self.use_bias:
+            return
+        self.use_bias = False
+        if self.params.size():
+            kept = self.params.host_read()[:self.filters.size()].copy()
+            self.params.set_size(kept.size)
+            self.params.assign(kept.reshape(self.params.shape))
+        self.biases = alias_tensor()
+
+    def enable_bias(self):
+        if self.use_bias:
+            return
+        self.use_bias = True
+        if self.params.size():
+            kept = self.params.host_read().copy()
+            self.params.set_size(self.filters.size() + self.num_filters_)
+            flat = self.params.host().reshape(-1)
+            flat[:kept.size] = kept.reshape(-1)
+            flat[kept.size:] = 0
+            self.biases = alias_tensor(1, self.num_filters_)
+
+    def disable_relu(self):
+        self.use_relu = False
+
+    def enable_relu(self):
+        """Fuse a ReLU into the forward pass (used by fuse_layers; inference only)."""
+        self.use_relu = True
+
+    def relu_is_disabled(self):
+        return not self.use_relu
+
+    def setup(self, sub):
+        x = sub.get_output()
+        nr = self._nr or x.nr()
+        nc = self._nc or x.nc()
+        self._allocate((self.num_filters_, x.k(), nr, nc), x.k())
+
+    def forward(self, sub, output):
+        x = sub.get_output()
+        filt = self.filters(self.params, 0)
+        self._conv.setup(x, filt, self._stride_y, self._stride_x, self.padding_y_, self.padding_x_)
+        if self.use_bias:
+            self._conv(False, output, x, filt, self.biases(self.params, self.filters.size()), self.use_relu)
+        else:
+            self._conv(False, output, x, filt)
+            if self.use_relu:
+                tt.relu(output, output)
+
+    def backward(self, gradient_input, sub, params_grad):
+        self._conv.get_gradient_for_data(True, gradient_input, self.filters(self.params, 0),
+                                         sub.get_gradient_input())
+        # dlib skips the parameter gradient when it would not be used
+        if self.learning_rate_multiplier != 0:
+            self._conv.get_gradient_for_filters(False, gradient_input, sub.get_output(),
+                                                self.filters(params_grad, 0))
+            self._assign_bias_gradient(params_grad, gradient_input)
+
+    def __repr__(self):
+        s = super().__repr__()
+        return s + (" use_relu=true" if self.use_relu else "")
+
+
+class cont_(_conv_base):
+    """Transposed convolution: ``out.nr = stride_y*(in.nr - 1) + nr - 2*padding_y``.
+
+    Forward is the data gradient of the convolution whose filters are ours, ``(k_in,
+    num_filters, nr, nc)``; the data gradient is that convolution's forward; the filter
+    gradient is its filter gradient with data and output gradient swapped.
+    """
+
+    def disable_bias(self):
+        self.use_bias = False
+
+    def setup(self, sub):
+        x = sub.get_output()
+        self._allocate((x.k(), self.num_filters_, self._nr, self._nc), x.k())
+
+    def forward(self, sub, output):
+        x = sub.get_output()
+        filt = self.filters(self.params, 0)
+        output.set_size(x.num_samples(), self.num_filters_,
+                        self._stride_y * (x.nr() - 1) + self._nr - 2 * self.padding_y_,
+                        self._stride_x * (x.nc() - 1) + self._nc - 2 * self.padding_x_)
+        self._conv.setup(output, filt, self._stride_y, self._stride_x, self.padding_y_, self.padding_x_)
+        self._conv.get_gradient_for_data(False, x, filt, output)
+        if self.use_bias:
+            tt.add(1, output, 1, self.biases(self.params, self.filters.size()))
+
+    def backward(self, gradient_input, sub, params_grad):
+        self._conv(True, sub.get_gradient_input(), gradient_input, self.filters(self.params, 0))
+        if self.learning_rate_multiplier != 0:
+            self._conv.get_gradient_for_filters(False, sub.get_output(), gradient_input,
+                                                self.filters(params_grad, 0))
+            self._assign_bias_gradient(params_grad, gradient_input)
+
+
+con = layer_template("con", con_)
+cont = layer_template("cont", cont_)

@@ -1,0 +1,97 @@
+"""Fully connected layer ``fc_``: ``out(N, num_outputs) = X(N, k*nr*nc) @ W + b``.
+
+Parameters are one ``(num_inputs [+1], num_outputs)`` tensor: the row-major weight matrix
+``W[in][out]``, then (with a bias) one bias row (dlib's layout).
+"""
+
+from __future__ import annotations
+
+from .. import tensor_tools as tt
+from ..tensor import alias_tensor
+from ..templates import layer_template
+from .base import check_int, computational_layer, fmt, randomize_parameters, with_multipliers
+
+__all__ = ["fc_", "fc", "fc_no_bias", "FC_HAS_BIAS", "FC_NO_BIAS"]
+
+FC_HAS_BIAS = 0
+FC_NO_BIAS = 1
+
+
+class fc_(computational_layer, with_multipliers):
+    def __init__(self, num_outputs, bias_mode=FC_HAS_BIAS):
+        super().__init__()
+        self.num_outputs = check_int("fc_", "num_outputs", num_outputs, 1)
+        if bias_mode not in (FC_HAS_BIAS, FC_NO_BIAS):
+            raise ValueError(f"fc_: bias_mode must be FC_HAS_BIAS (0) or FC_NO_BIAS (1), got {bias_mode!r}")
+        self.bias_mode = bias_mode
+        self.num_inputs = 0
+        self.use_bias = True
+        self.weights = alias_tensor()
+        self.biases = alias_tensor()
+
+    def _has_bias(self):
+        return self.bias_mode == FC_HAS_BIAS and self.use_bias
+
+    def get_num_outputs(self):
+        return self.num_outputs
+
+    def set_num_outputs(self, num):
+        num = check_int("fc_", "num_outputs", num, 1)
+        if num != self.num_outputs and self.params.size() != 0:
+            raise ValueError("fc_: can't change the number of outputs once the parameters are allocated")
+        self.num_outputs = num
+
+    def get_bias_mode(self):
+        return self.bias_mode
+
+    def disable_bias(self):
+        self.use_bias = False
+
+    def bias_is_disabled(self):
+        return not self.use_bias
+
+    def get_weights(self):
+        return self.weights(self.params, 0)
+
+    def get_biases(self):
+        if not self._has_bias():
+            raise ValueError("fc_: this layer has no bias")
+        return self.biases(self.params, self.weights.size())
+
+    def setup(self, sub):
+        x = sub.get_output()
+        self.num_inputs = x.k() * x.nr() * x.nc()
+        self.params.set_size(self.num_inputs + (1 if self._has_bias() else 0), self.num_outputs)
+        randomize_parameters(self.params, self.num_inputs + self.num_outputs)
+        self.weights = alias_tensor(self.num_inputs, self.num_outputs)
+        if self._has_bias():
+            self.biases = alias_tensor(1, self.num_outputs)
+            self.biases(self.params, self.weights.size()).fill(0)
+
+    def forward(self, sub, output):
+        x = sub.get_output()
+        if x.k() * x.nr() * x.nc() != self.num_inputs:
+            raise ValueError(f"fc_: input{x.shape} has {x.k() * x.nr() * x.nc()} values per sample, "
+                             f"but the layer was set up for {self.num_inputs}")
+        output.set_size(x.num_samples(), self.num_outputs)
+        tt.gemm(0, output, 1, x, False, self.weights(self.params, 0), False)
+        if self._has_bias():
+            tt.add(1, output, 1, self.biases(self.params, self.weights.size()))
+
+    def backward(self, gradient_input, sub, params_grad):
+        if self.learning_rate_multiplier != 0:
+            tt.gemm(0, self.weights(params_grad, 0), 1, sub.get_output(), True, gradient_input, False)
+            if self._has_bias():
+                tt.assign_bias_gradient(self.biases(params_grad, self.weights.size()), gradient_input)
+        tt.gemm(1, sub.get_gradient_input(), 1, gradient_input, False, self.weights(self.params, 0), True)
+
+    def __repr__(self):
+        if self.bias_mode == FC_HAS_BIAS:
+            return f"fc\t (num_outputs={self.num_outputs})" + self._multipliers_str(self.use_bias)
+        return (f"fc_no_bias (num_outputs={self.num_outputs})"
+                f" learning_rate_mult={fmt(self.learning_rate_multiplier)}"
+                f" weight_decay_mult={fmt(self.weight_decay_multiplier)}")
+
+
+fc = layer_template("fc", fc_)
+fc_no_bias = layer_template("fc_no_bias", fc_, bias_mode=FC_NO_BIAS)

@@ -1,0 +1,337 @@
+"""Bracket templates: ``con[16,5,5,1,1, SUBNET]`` is dlib's ``con<16,5,5,1,1,SUBNET>``.
+
+A template's ``[...]`` takes its constructor arguments then the SUBNET (another net type
+or an input layer class) and returns a ``NetType``: cached (the same expression gives the
+same object), hashable, printable as its bracket expression, and callable to build a
+fresh net. ``net_type_from_string`` parses that expression back without ``eval``.
+
+Templates defined here: ``tag1..tag10``, ``skip1..skip10``, ``repeat``; layer families
+define theirs with ``layer_template`` / ``loss_template`` and register them by name.
+"""
+
+from __future__ import annotations
+
+import numbers
+import re
+
+import numpy as np
+
+__all__ = ["NetType", "layer_template", "loss_template", "net_type_from_string", "SUBNET",
+           "repeat", "tag_templates", "skip_templates"]
+
+_REGISTRY = {}   # template name -> template, for the parser
+_INPUTS = {}     # input type expression -> input layer class, for the parser
+
+
+def _register(template):
+    _REGISTRY[template.name] = template
+    return template
+
+
+def register_input(cls):
+    _INPUTS[cls.type_expr()] = cls
+    return cls
+
+
+def _is_input_type(obj):
+    from .inputs import input_layer
+
+    return isinstance(obj, type) and issubclass(obj, input_layer)
+
+
+def _type_expr(obj):
+    return obj.type_expr() if _is_input_type(obj) else repr(obj)
+
+
+def _fmt_arg(a):
+    if isinstance(a, NetType) or _is_input_type(a):
+        return _type_expr(a)
+    return repr(a)
+
+
+class NetType:
+    """A network type: template + constructor arguments + SUBNET type. Call it to build."""
+
+    __slots__ = ("template", "args", "subnet", "_hash")
+
+    def __init__(self, template, args, subnet):
+        self.template, self.args, self.subnet = template, args, subnet
+        self._hash = hash((id(template), args, subnet))
+
+    def __call__(self):
+        net = self.template._build(self.args, self.subnet)
+        net._template = self.template
+        net.net_type = self
+        return net
+
+    def is_loss(self):
+        return isinstance(self.template, loss_template)
+
+    def __hash__(self):
+        return self._hash
+
+    def __repr__(self):
+        parts = [_fmt_arg(a) for a in self.args] + [_type_expr(self.subnet)]
+        return f"{self.template.name}[{', '.join(parts)}]"
+
+    def __reduce__(self):  # pickling a type (not a net) goes through its expression
+        return (net_type_from_string, (repr(self),))
+
+
+_CACHE = {}
+
+
+def _build_subnet(subnet_type):
+    """A fresh node for a SUBNET type: a net, or the input node holding a new input layer."""
+    from .core import _input_node
+
+    if _is_input_type(subnet_type):
+        return _input_node(subnet_type())
+    return subnet_type()
+
+
+class _template:
+    """Base: ``T[args..., SUBNET]`` -> cached NetType after validating the arguments."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __getitem__(self, items):
+        items = items if isinstance(items, tuple) else (items,)
+        if not items:
+            raise TypeError(f"{self.name}[...]: the last argument must be the SUBNET")
+        *args, subnet = items
+        if not (isinstance(subnet, NetType) or _is_input_type(subnet)):
+            raise TypeError(f"{self.name}[...]: the last argument must be a net type or an input "
+                            f"layer (the SUBNET), got {subnet!r}")
+        if isinstance(subnet, NetType) and subnet.is_loss():
+            raise TypeError(f"{self.name}[...]: a loss layer must be the top of a net, "
+                            f"it cannot be the SUBNET of {self.name}")
+        args = tuple(self._normalize(args))
+        key = (id(self), args, subnet)
+        t = _CACHE.get(key)
+        if t is None:
+            self._validate(args)
+            t = _CACHE[key] = NetType(self, args, subnet)
+        return t
+
+    def _normalize(self, args):
+        for a in args:
+            if isinstance(a, (bool, np.bool_)):
+                yield bool(a)
+            elif isinstance(a, numbers.Integral):
+                yield int(a)
+            elif isinstance(a, numbers.Real):
+                yield float(a)
+            else:
+                yield a
+
+    def _validate(self, args):
+        pass
+
+    def __repr__(self):
+        return self.name
+
+
+class layer_template(_template):
+    """``name[args..., SUBNET]`` -> ``add_layer(details_cls(*args, **fixed), SUBNET)``."""
+
+    def __init__(self, name, details_cls, **fixed):
+        super().__init__(name)
+        self.details_cls = details_cls
+        self.fixed = fixed
+        _register(self)
+
+    def make_details(self, args):
+        try:
+            return self.details_cls(*args, **self.fixed)
+        except TypeError as e:
+            raise TypeError(f"{self.name}[...]: {e}") from None
+        except ValueError as e:
+            raise ValueError(f"{self.name}[...]: {e}") from None
+
+    def _validate(self, args):
+        self.make_details(args)
+
+    def _build(self, args, subnet_type):
+        from .core import add_layer
+
+        return add_layer(self.make_details(args), _build_subnet(subnet_type))
+
+
+class loss_template(layer_template):
+    """``name[args..., SUBNET]`` -> ``add_loss_layer(loss_cls(*args), SUBNET)``."""
+
+    def _build(self, args, subnet_type):
+        from .core import add_loss_layer
+
+        return add_loss_layer(self.make_details(args), _build_subnet(subnet_type))
+
+
+class _tag_template(_template):
+    def __init__(self, name, node_cls, tag_id):
+        super().__init__(name)
+        self.node_cls, self.id = node_cls, tag_id
+        _register(self)
+
+    def _validate(self, args):
+        if args:
+            raise TypeError(f"{self.name}[SUBNET] takes only the SUBNET, got {len(args)} more arguments")
+
+    def _build(self, args, subnet_type):
+        return self.node_cls(self.id, _build_subnet(subnet_type))
+
+
+def _make_tags():
+    from .core import add_skip_layer, add_tag_layer
+
+    tags = [_tag_template(f"tag{i}", add_tag_layer, i) for i in range(1, 11)]
+    skips = [_tag_template(f"skip{i}", add_skip_layer, i) for i in range(1, 11)]
+    return tags, skips
+
+
+tag_templates, skip_templates = _make_tags()
+
+
+def _make_subnet_placeholder():
+    from .inputs import input_layer
+
+    class repeat_input_layer(input_layer):
+        """The input of each copy inside ``repeat``: fed the output of the layer below."""
+
+        @classmethod
+        def type_expr(cls):
+            return "SUBNET"
+
+        def to_tensor(self, batch, data):
+            raise ValueError("repeat_input_layer: a repeated block has no input of its own")
+
+        def __repr__(self):
+            return "repeat_input_layer"
+
+    return repeat_input_layer
+
+
+SUBNET = _make_subnet_placeholder()
+_INPUTS["SUBNET"] = SUBNET
+
+
+class _repeat_template(_template):
+    """``repeat[N, block, SUBNET]``: ``block`` is a function of a SUBNET type (a dlib
+    ``using`` alias, e.g. ``lambda s: relu[fc[10, s]]``) or a net type over ``SUBNET``."""
+
+    def __getitem__(self, items):
+        if not isinstance(items, tuple) or len(items) != 3:
+            raise TypeError("repeat[N, block, SUBNET] takes exactly three arguments")
+        n, block, subnet = items
+        if callable(block) and not isinstance(block, NetType):
+            block = block(SUBNET)
+        if not isinstance(block, NetType) or block.is_loss():
+            raise TypeError(f"repeat[...]: block must be a function of SUBNET returning a net type, "
+                            f"or a net type over SUBNET, got {block!r}")
+        return super().__getitem__((n, block, subnet))
+
+    def _validate(self, args):
+        n, _ = args
+        if not isinstance(n, int) or n < 1:
+            raise ValueError(f"repeat[...]: the number of repetitions must be an integer >= 1, got {n!r}")
+
+    def _build(self, args, subnet_type):
+        from .core import repeat_layer
+
+        n, block = args
+        return repeat_layer([block() for _ in range(n)], _build_subnet(subnet_type))
+
+
+repeat = _register(_repeat_template("repeat"))
+
+
+# ----------------------------------------------------------------------------------------
+# parsing a bracket expression back into a NetType (no eval)
+
+_TOKEN = re.compile(r"\s*(?:(?P<num>[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|inf\b|nan\b)"
+                    r"|(?P<name>[A-Za-z_][A-Za-z_0-9]*)|(?P<str>'[^']*')|(?P<punct>[\[\],]))")
+
+
+def _tokenize(s):
+    pos, out = 0, []
+    s = s.rstrip()
+    while pos < len(s):
+        m = _TOKEN.match(s, pos)
+        if m is None or m.end() == pos:
+            raise ValueError(f"net_type_from_string: unexpected text at offset {pos}: {s[pos:pos + 20]!r}")
+        out.append((m.lastgroup, m.group(m.lastgroup), m.start(m.lastgroup)))
+        pos = m.end()
+    return out
+
+
+def net_type_from_string(s: str) -> NetType:
+    """Parse ``repr(net_type)`` back into the identical (cached) NetType."""
+    _ensure_registered()
+    tokens = _tokenize(s)
+    pos = 0
+
+    def peek():
+        return tokens[pos] if pos < len(tokens) else (None, None, len(s))
+
+    def expect(value):
+        nonlocal pos
+        kind, text, at = peek()
+        if text != value:
+            raise ValueError(f"net_type_from_string: expected {value!r} at offset {at}, found {text!r}")
+        pos += 1
+
+    def value():
+        nonlocal pos
+        kind, text, at = peek()
+        if kind is None:
+            raise ValueError("net_type_from_string: unexpected end of expression")
+        pos += 1
+        if kind == "num":
+            return float(text) if any(c in text for c in ".eEn") else int(text)
+        if kind == "str":
+            return text[1:-1]
+        if kind != "name":
+            raise ValueError(f"net_type_from_string: unexpected {text!r} at offset {at}")
+        if text in ("True", "False"):
+            return text == "True"
+        if text == "input":
+            from .inputs import input as input_template
+
+            expect("[")
+            _, dtype, at2 = peek()
+            pos += 1
+            expect("]")
+            try:
+                return input_template[np.dtype(dtype)]
+            except TypeError:
+                raise ValueError(f"net_type_from_string: unknown input dtype {dtype!r} at offset {at2}") from None
+        if text in _INPUTS and peek()[1] != "[":
+            return _INPUTS[text]
+        template = _REGISTRY.get(text)
+        if template is None:
+            raise ValueError(f"net_type_from_string: unknown template or input {text!r} at offset {at}")
+        expect("[")
+        args = [value()]
+        while peek()[1] == ",":
+            pos += 1
+            args.append(value())
+        expect("]")
+        return template[tuple(args)]
+
+    result = value()
+    if pos != len(tokens):
+        raise ValueError(f"net_type_from_string: trailing text at offset {tokens[pos][2]}")
+    if not isinstance(result, NetType):
+        raise ValueError(f"net_type_from_string: {s!r} is not a net type")
+    return result
+
+
+def _ensure_registered():
+    """Import every module that registers templates or inputs (the parser needs them all)."""
+    from . import inputs as input_module
+    from . import layers, loss  # noqa: F401
+
+    for cls in vars(input_module).values():
+        if _is_input_type(cls) and not cls.__name__.startswith("_") and cls is not input_module.input_layer:
+            register_input(cls)

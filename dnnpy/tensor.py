@@ -1,0 +1,333 @@
+"""Tensors: dlib's 4-D float32 blocks (``num_samples x k x nr x nc``, NCHW, C-contiguous).
+
+A tensor is a shape plus a window (offset, size) into a storage. The storage keeps a flat
+float32 host array and, lazily, a device (CuPy) mirror, with one "current" flag per side:
+a side is copied over only when the other one was written since. ``host()`` and
+``device()`` hand out writable views and mark the other side stale; ``host_read()`` and
+``device_read()`` do not (the host view they return is read-only, so the contract is
+enforced rather than trusted).
+
+``alias_tensor(shape)(t, offset)`` is a view into ``t``'s storage: dlib keeps each layer's
+parameters in one flat tensor and reaches filters and biases through aliases, and so do we.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+
+import numpy as np
+
+__all__ = ["tensor", "resizable_tensor", "alias_tensor", "have_same_dimensions", "default_dtype"]
+
+_local = threading.local()
+
+
+def _default_dtype():
+    return getattr(_local, "dtype", np.float32)
+
+
+@contextlib.contextmanager
+def default_dtype(dtype):
+    """Allocate new tensor memory as ``dtype`` inside the block (per thread).
+
+    dnnpy's tensors are float32; ``test_layer(..., dtype=np.float64)`` uses this to run a
+    layer in float64, where finite differences are accurate enough for tight tolerances.
+    A buffer allocated with another dtype is reallocated by its next ``set_size``.
+    """
+    old = _default_dtype()
+    _local.dtype = np.dtype(dtype).type
+    try:
+        yield
+    finally:
+        _local.dtype = old
+
+
+def _dims(n, k, nr, nc):
+    dims = tuple(int(d) for d in (n, k, nr, nc))
+    if any(d < 0 for d in dims):
+        raise ValueError(f"tensor dimensions must be >= 0, got {dims}")
+    return dims
+
+
+class _storage:
+    """Flat float32 memory on the host with a lazily created device mirror."""
+
+    __slots__ = ("host_array", "device_array", "host_current", "device_current")
+
+    def __init__(self, capacity: int, dtype=None):
+        self.host_array = np.empty(capacity, dtype=dtype or _default_dtype())
+        self.device_array = None
+        self.host_current = True
+        self.device_current = False
+
+    @property
+    def capacity(self) -> int:
+        return self.host_array.size
+
+    def sync_to_host(self):
+        if not self.host_current:
+            self.device_array.get(out=self.host_array)
+            self.host_current = True
+
+    def sync_to_device(self):
+        if self.device_current:
+            return
+        import cupy  # only reached when a device view is asked for
+
+        if self.device_array is None or self.device_array.size != self.host_array.size:
+            self.device_array = cupy.empty(self.host_array.size, dtype=self.host_array.dtype)
+        self.device_array.set(self.host_array)
+        self.device_current = True
+
+
+class tensor:
+    """A 4-D float32 view ``(num_samples, k, nr, nc)`` into a storage.
+
+    Ops in ``dnnpy.tensor_tools`` take tensor objects, so dlib's ``is_same_object(a, b)`` is
+    ``a is b``. ``np.asarray(t)`` gives a copy-free read of the host data.
+    """
+
+    __slots__ = ("_storage", "_offset", "_shape")
+
+    def __init__(self, storage: _storage, offset: int, shape):
+        self._storage = storage
+        self._offset = int(offset)
+        self._shape = _dims(*shape)
+
+    # -- shape ---------------------------------------------------------------------------
+    def num_samples(self) -> int:
+        return self._shape[0]
+
+    def k(self) -> int:
+        return self._shape[1]
+
+    def nr(self) -> int:
+        return self._shape[2]
+
+    def nc(self) -> int:
+        return self._shape[3]
+
+    def size(self) -> int:
+        n, k, nr, nc = self._shape
+        return n * k * nr * nc
+
+    @property
+    def shape(self):
+        """``(num_samples, k, nr, nc)``."""
+        return self._shape
+
+    # -- data access ---------------------------------------------------------------------
+    def _covers_storage(self) -> bool:
+        return self._offset == 0 and self.size() == self._storage.capacity
+
+    def _window(self, flat):
+        return flat[self._offset:self._offset + self.size()].reshape(self._shape)
+
+    def host(self) -> np.ndarray:
+        """Writable NCHW numpy view; marks the device copy stale."""
+        s = self._storage
+        s.sync_to_host()
+        s.device_current = False
+        return self._window(s.host_array)
+
+    def host_read(self) -> np.ndarray:
+        """Read-only NCHW numpy view; the device copy stays current."""
+        s = self._storage
+        s.sync_to_host()
+        view = self._window(s.host_array)
+        view.flags.writeable = False
+        return view
+
+    def host_write_only(self) -> np.ndarray:
+        """Writable view whose old contents are not needed (skips a device->host copy when
+        the view covers its whole storage)."""
+        s = self._storage
+        if self._covers_storage():
+            s.host_current = True
+        else:
+            s.sync_to_host()
+        s.device_current = False
+        return self._window(s.host_array)
+
+    def device(self):
+        """Writable CuPy view; marks the host copy stale. Needs CuPy and a GPU."""
+        s = self._storage
+        s.sync_to_device()
+        s.host_current = False
+        return self._window(s.device_array)
+
+    def device_read(self):
+        """CuPy view for reading; the host copy stays current."""
+        s = self._storage
+        s.sync_to_device()
+        return self._window(s.device_array)
+
+    def device_write_only(self):
+        s = self._storage
+        if not self._covers_storage():
+            return self.device()
+        if s.device_array is None or s.device_array.size != s.host_array.size:
+            import cupy
+
+            s.device_array = cupy.empty(s.host_array.size, dtype=s.host_array.dtype)
+        s.device_current = True
+        s.host_current = False
+        return self._window(s.device_array)
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.host_read()
+        if dtype is not None and np.dtype(dtype) != a.dtype:
+            return a.astype(dtype)
+        return a.copy() if copy else a
+
+    # -- assignment ----------------------------------------------------------------------
+    def fill(self, value: float):
+        """dlib's ``t = value``."""
+        self.host_write_only()[...] = value
+        return self
+
+    def assign(self, values):
+        """Copy an array (or tensor) of the same shape, or a scalar, into this tensor."""
+        if isinstance(values, tensor):
+            values = values.host_read()
+        arr = np.asarray(values)
+        if arr.ndim != 0 and arr.shape != self._shape:
+            if arr.size != self.size():
+                raise ValueError(
+                    f"tensor.assign: shape {arr.shape} does not match tensor shape {self._shape}")
+            arr = arr.reshape(self._shape)
+        self.host_write_only()[...] = arr
+        return self
+
+    def __setitem__(self, key, value):
+        self.host()[key] = value
+
+    def __getitem__(self, key):
+        return self.host_read()[key]
+
+    def __len__(self):
+        return self._shape[0]
+
+    def __repr__(self):
+        n, k, nr, nc = self._shape
+        return f"{type(self).__name__}(num_samples={n}, k={k}, nr={nr}, nc={nc})"
+
+    def is_aliased_with(self, other: "tensor") -> bool:
+        """True when both views share storage and their windows overlap."""
+        if self._storage is not other._storage:
+            return False
+        a0, a1 = self._offset, self._offset + self.size()
+        b0, b1 = other._offset, other._offset + other.size()
+        return a0 < b1 and b0 < a1
+
+
+class resizable_tensor(tensor):
+    """A tensor that owns its storage and can change shape.
+
+    ``resizable_tensor()`` is empty; ``resizable_tensor(n, k=1, nr=1, nc=1)`` allocates
+    (contents undefined, as in dlib); ``resizable_tensor(array)`` copies a 1- to 4-D array
+    (missing trailing dimensions are 1, e.g. a matrix is ``(rows, cols, 1, 1)``).
+    """
+
+    __slots__ = ()
+
+    def __init__(self, *args):
+        if len(args) == 1 and not np.isscalar(args[0]):
+            src = args[0]
+            arr = src.host_read() if isinstance(src, tensor) else np.asarray(src)
+            if not 1 <= arr.ndim <= 4:
+                raise ValueError(f"resizable_tensor: expected a 1- to 4-D array, got shape {arr.shape}")
+            shape = arr.shape + (1,) * (4 - arr.ndim)
+            super().__init__(_storage(arr.size), 0, shape)
+            self.host_write_only()[...] = arr.reshape(shape)
+            return
+        shape = _dims(*(tuple(args) + (1,) * (4 - len(args)))) if args else (0, 0, 0, 0)
+        if len(args) > 4:
+            raise TypeError(f"resizable_tensor takes at most 4 dimensions, got {len(args)}")
+        n, k, nr, nc = shape
+        super().__init__(_storage(n * k * nr * nc), 0, shape)
+
+    def set_size(self, n, k=1, nr=1, nc=1):
+        """Reshape; the buffer only grows (so varying batch sizes do not reallocate).
+        Contents are undefined afterwards."""
+        shape = _dims(n, k, nr, nc)
+        size = shape[0] * shape[1] * shape[2] * shape[3]
+        if size > self._storage.capacity or self._storage.host_array.dtype != _default_dtype():
+            self._storage = _storage(size)
+        self._shape = shape
+        return self
+
+    def copy_size(self, t: tensor):
+        return self.set_size(*t.shape)
+
+    def clear(self):
+        """Free the memory; the tensor becomes empty."""
+        self._storage = _storage(0)
+        self._shape = (0, 0, 0, 0)
+
+    @property
+    def dtype(self):
+        return self._storage.host_array.dtype
+
+    def copy(self) -> "resizable_tensor":
+        """A deep copy (dlib's resizable_tensor copy constructor), keeping the dtype."""
+        t = resizable_tensor()
+        t._storage = _storage(self.size(), self.dtype)
+        t._shape = self._shape
+        t.host_write_only()[...] = self.host_read()
+        return t
+
+    def __deepcopy__(self, memo):
+        return self.copy()
+
+
+class alias_tensor:
+    """A shape only: ``alias_tensor(n, k=1, nr=1, nc=1)(t, offset)`` is a tensor view of
+    ``size()`` floats of ``t`` starting at float ``offset`` (offsets compose when ``t`` is
+    itself a view)."""
+
+    __slots__ = ("_shape",)
+
+    def __init__(self, n=0, k=1, nr=1, nc=1):
+        self._shape = _dims(n, k, nr, nc)
+
+    def num_samples(self):
+        return self._shape[0]
+
+    def k(self):
+        return self._shape[1]
+
+    def nr(self):
+        return self._shape[2]
+
+    def nc(self):
+        return self._shape[3]
+
+    @property
+    def shape(self):
+        return self._shape
+
+    def size(self) -> int:
+        n, k, nr, nc = self._shape
+        return n * k * nr * nc
+
+    def __call__(self, t: tensor, offset: int = 0) -> tensor:
+        if offset < 0 or offset + self.size() > t.size():
+            raise ValueError(
+                f"alias_tensor{self._shape}: offset {offset} + size {self.size()} "
+                f"exceeds the aliased tensor's size {t.size()}")
+        return tensor(t._storage, t._offset + offset, self._shape)
+
+    def __eq__(self, other):
+        return isinstance(other, alias_tensor) and other._shape == self._shape
+
+    def __hash__(self):
+        return hash(self._shape)
+
+    def __repr__(self):
+        return f"alias_tensor{self._shape}"
+
+
+def have_same_dimensions(a: tensor, b: tensor) -> bool:
+    return a.shape == b.shape
