@@ -23,12 +23,20 @@ What is measured
 
 How to run (from the repository root)
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python bench/conv.py [--quick] [--markdown]
-        [--threads N] [--breakdown worst|all|none] [--no-torch]
+        [--threads N] [--breakdown worst|all|none] [--keep-heap] [--no-torch]
 
     Some machines set OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE in the environment (for
     reproducible test results); they pin numpy's OpenBLAS to a particular kernel and cache
     size and can make it markedly slower, so unset them when benchmarking as shown above.
     The script prints a warning when they are set.
+
+    Fresh memory is expensive on some virtual machines (the host backs a page only when it
+    is first touched and takes freed pages back after a while), and dnnpy's CPU kernels
+    allocate large temporaries (padded inputs, im2col buffers) on every call; there the
+    default timings vary several-fold from run to run.  ``--keep-heap`` makes glibc's
+    malloc keep freed memory in the process (for numpy and torch alike), which removes that
+    cost and leaves the arithmetic and memory traffic: compare both to see how much of a
+    step is allocation.
 
     dnnpy runs on the CPU backend here even if a CUDA backend would be available, since the
     peer is PyTorch on the CPU.  The full run takes about a minute or two on 2 cores;
@@ -38,6 +46,7 @@ How to run (from the repository root)
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
 import statistics
 import sys
@@ -209,7 +218,9 @@ class TorchConv:
         self.y = self._conv(self.x, self.w, self.b)
         self.y.backward(self.dy)
 
-    # the parts, through aten's convolution_backward with one output selected at a time
+    # The parts: the two gradients through aten's convolution_backward with one output
+    # selected; the bias gradient as the plain sum it is (asking convolution_backward for
+    # the bias alone costs as much as a filter gradient on the oneDNN path).
     def forward(self):
         with torch.no_grad():
             self._conv(self.x, self.w, self.b)
@@ -227,7 +238,7 @@ class TorchConv:
         self._backward([False, True, False])
 
     def bias_grad(self):
-        self._backward([False, False, True])
+        self.dy.sum(dim=(0, 2, 3))
 
     def results(self):
         return {"y": self.y.detach().numpy(), "dx": self.x.grad.numpy(),
@@ -387,6 +398,19 @@ def thread_report(use_torch):
     return lines
 
 
+def keep_freed_memory():
+    """Ask glibc's malloc to serve every block from the heap and never give freed memory
+    back to the OS, so repeated steps reuse pages instead of faulting in fresh ones.
+    Returns False where that is not possible (not glibc)."""
+    try:
+        libc = ctypes.CDLL(None)
+        m_trim_threshold, m_mmap_max = -1, -4
+        return bool(libc.mallopt(m_mmap_max, 0)) and bool(
+            libc.mallopt(m_trim_threshold, 2**31 - 1))
+    except (OSError, AttributeError):
+        return False
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="a quarter of the batch, few repeats")
@@ -396,6 +420,9 @@ def main(argv=None):
     ap.add_argument("--breakdown", choices=("worst", "all", "none"), default="worst",
                     help="time forward / data grad / filter grad / bias grad separately for "
                          "the case with the worst ratio (default), every case, or none")
+    ap.add_argument("--keep-heap", action="store_true",
+                    help="make glibc malloc keep freed memory (for both libraries), so "
+                         "the cost of faulting in fresh pages drops out; see the docstring")
     ap.add_argument("--no-torch", action="store_true", help="skip torch as if not installed")
     args = ap.parse_args(argv)
 
@@ -409,6 +436,8 @@ def main(argv=None):
         else:
             print("note: threadpoolctl not installed, numpy's BLAS thread count is unchanged")
 
+    if args.keep_heap and not keep_freed_memory():
+        print("note: --keep-heap needs glibc's mallopt; ignored")
     for var in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
         if var in os.environ:
             print(f"WARNING: {var}={os.environ[var]} is set and may slow numpy's BLAS; run "
@@ -467,7 +496,7 @@ def main(argv=None):
         title = "worst ratio" if args.breakdown == "worst" and use_torch else \
             "slowest" if args.breakdown == "worst" else "all cases"
         print(f"breakdown ({title}), median ms per part"
-              + ("; torch parts via aten.convolution_backward with one output each"
+              + ("; torch gradients via aten.convolution_backward, one output each"
                  if use_torch else ""))
         part_rows = []
         with tt.force_cpu():

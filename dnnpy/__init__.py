@@ -22,7 +22,8 @@ from .inputs import input, input_rgb_image, input_tensor
 from .layers import *  # noqa: F401,F403
 from .layers import __all__ as _layers_all
 from .loss import loss_mean_squared_per_channel_and_pixel, loss_mean_squared_per_channel_and_pixel_
-from .templates import NetType, SUBNET, net_type_from_string, repeat, skip_templates, tag_templates
+from .templates import (NetType, SUBNET, layer_template, loss_template, net_type_from_string, repeat,
+                        skip_templates, tag_templates)
 from .tensor import alias_tensor, have_same_dimensions, resizable_tensor, tensor
 from .tensor_tools import force_cpu, use_cuda
 from .testing import layer_test_results, test_layer
@@ -35,7 +36,8 @@ __version__ = "0.1.0"
 __all__ = [
     "tensor", "resizable_tensor", "alias_tensor", "have_same_dimensions", "tensor_tools",
     "add_layer", "add_loss_layer", "add_tag_layer", "add_skip_layer", "repeat_layer", "layer",
-    "input_layer", "repeat", "SUBNET", "NetType", "net_type_from_string",
+    "input_layer", "repeat", "SUBNET", "NetType", "net_type_from_string", "layer_template",
+    "loss_template",
     "input", "input_rgb_image", "input_tensor",
     "loss_mean_squared_per_channel_and_pixel", "loss_mean_squared_per_channel_and_pixel_",
     "test_layer", "layer_test_results", "force_cpu", "use_cuda", "SerializationError",

@@ -77,6 +77,14 @@ class _node:
     def get_parameter_gradient(self) -> tensor:
         return _EMPTY
 
+    def _requires_forward_output(self):
+        # tags, skips and the input: a layer above them never runs in place
+        return True
+
+    def _find(self, match):
+        """The first node from here down (self included) for which ``match`` is true."""
+        return self if match(self) else self._subnet._find(match)
+
     def num_layers(self) -> int:
         return 1 + self._subnet.num_layers()
 
@@ -194,9 +202,6 @@ class _input_node(_node):
             tt.add(1, self._private_get_gradient_input(), 1, gradient_input)
         # dlib zeroes grad_final at the start of every backward pass, whatever zero_grads says
         self._grad_stale = True
-
-    def _requires_forward_output(self):
-        return True
 
     def _disable_getters(self):
         raise AssertionError("an in-place layer never runs in place on the input")
@@ -330,21 +335,31 @@ class add_layer(_node):
         if clean is not None:
             clean()
 
-    def _find(self, match):
-        return self if match(self) else self._subnet._find(match)
-
     def _print(self, lines, idx, min_length):
         out = _tensor_to_str(self._private_get_output(), min_length)
         lines.append(f"layer<{idx}>\t{out}{self._details!r}")
         self._subnet._print(lines, idx + 1, min_length)
 
 
-class add_tag_layer(_node):
-    """Identity that marks a place in the net for ``layer(net, tagN)``, skips and merges."""
+class _marker_node(_node):
+    """Tags and skips: no layer of their own, printed as ``tagN`` / ``skipN``."""
+
+    kind = ""
 
     def __init__(self, tag_id, subnet):
         self.id = int(tag_id)
         self._subnet = subnet
+
+    def _print(self, lines, idx, min_length):
+        out = _tensor_to_str(self._private_get_output(), min_length)
+        lines.append(f"layer<{idx}>\t{out}{self.kind}{self.id}")
+        self._subnet._print(lines, idx + 1, min_length)
+
+
+class add_tag_layer(_marker_node):
+    """Identity that marks a place in the net for ``layer(net, tagN)``, skips and merges."""
+
+    kind = "tag"
 
     def forward(self, x):
         return self._subnet.forward(x)
@@ -364,25 +379,12 @@ class add_tag_layer(_node):
     def back_propagate_error(self, x, gradient_input=None, zero_grads=True):
         self._subnet.back_propagate_error(x, gradient_input, zero_grads)
 
-    def _requires_forward_output(self):
-        return True
 
-    def _find(self, match):
-        return self if match(self) else self._subnet._find(match)
-
-    def _print(self, lines, idx, min_length):
-        out = _tensor_to_str(self._private_get_output(), min_length)
-        lines.append(f"layer<{idx}>\t{out}tag{self.id}")
-        self._subnet._print(lines, idx + 1, min_length)
-
-
-class add_skip_layer(_node):
+class add_skip_layer(_marker_node):
     """Outputs the output of the nearest ``tag<tag_id>`` below it; its gradient input is
     that tag's gradient input."""
 
-    def __init__(self, tag_id, subnet):
-        self.id = int(tag_id)
-        self._subnet = subnet
+    kind = "skip"
 
     def _tagged(self):
         from .templates import tag_templates
@@ -410,17 +412,6 @@ class add_skip_layer(_node):
         if gradient_input is not None:
             tt.add(1, self.get_gradient_input(), 1, gradient_input)
         self._subnet.back_propagate_error(x, zero_grads=zero_grads)
-
-    def _requires_forward_output(self):
-        return True
-
-    def _find(self, match):
-        return self if match(self) else self._subnet._find(match)
-
-    def _print(self, lines, idx, min_length):
-        out = _tensor_to_str(self._private_get_output(), min_length)
-        lines.append(f"layer<{idx}>\t{out}skip{self.id}")
-        self._subnet._print(lines, idx + 1, min_length)
 
 
 class repeat_layer(_node):
@@ -573,9 +564,6 @@ class add_loss_layer(_node):
     def back_propagate_error(self, x, gradient_input=None, zero_grads=True):
         self._subnet.back_propagate_error(x, gradient_input, zero_grads)
 
-    def _find(self, match):
-        return self if match(self) else self._subnet._find(match)
-
     def clean(self):
         self._temp.clear()
         self._subnet.clean()
@@ -605,14 +593,15 @@ def layer(net, which, steps: int = 0):
 def _layer_at(net, i):
     if i < 0:
         raise ValueError(f"layer index must be >= 0, got {i}")
-    node = net
-    while i > 0:
+    node, left = net, i
+    while left > 0:
         if isinstance(node, repeat_layer):
-            return node._layer(i)
-        if not isinstance(node, _node):
-            raise ValueError("layer index is past the input layer")
-        node = node.subnet()
-        i -= 1
+            return node._layer(left)
+        step = getattr(node, "subnet", None)  # nets, the sub a layer sees, test_layer's fake
+        if step is None:
+            raise ValueError(f"layer index {i} is past the input layer")
+        node = step()
+        left -= 1
     return node
 
 

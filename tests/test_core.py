@@ -244,3 +244,15 @@ def test_clean_frees_outputs(rng):
     net.clean()
     assert net.subnet().get_output().size() == 0
     assert net(images(1, rng))[0].shape == (3, 64, 64)
+
+
+def test_layer_index_works_on_the_sub_a_layer_sees(rng):
+    seen = {}
+
+    class probe_(dnnpy.relu_):
+        def setup(self, sub):
+            seen["sub1"] = layer(sub, 1)
+
+    net_type = dnnpy.layer_template("probe_for_test", probe_)[fc[3, relu[fc[2, input_tensor]]]]
+    net_type()([rng.standard_normal((1, 2, 1, 1)).astype(np.float32)])
+    assert isinstance(seen["sub1"].layer_details(), dnnpy.relu_)
