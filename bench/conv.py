@@ -11,10 +11,12 @@ What is measured
     timed in the same process with the same thread count.
 
     Each step is run a few times to warm up, then repeated until both a minimum count and
-    a minimum time are reached; the table shows the median.  GFLOP/s counts the three
-    GEMM-shaped passes (forward, data gradient, filter gradient) at ``2*N*K*C*R*S*Ho*Wo``
-    FLOPs each, where ``Ho x Wo`` is the output of the *convolution* (for ``cont`` that is
-    the input of the layer).  ratio = dnnpy ms / torch ms, so above 1 means dnnpy is slower.
+    a minimum time are reached; the table shows the median.  Before each library is timed
+    the script pauses briefly so the other library's spinning worker threads go idle.
+    GFLOP/s counts the three GEMM-shaped passes (forward, data gradient, filter gradient)
+    at ``2*N*K*C*R*S*Ho*Wo`` FLOPs each, where ``Ho x Wo`` is the output of the
+    *convolution* (for ``cont`` that is the input of the layer).  ratio = dnnpy ms / torch
+    ms, so above 1 means dnnpy is slower.
 
     Before timing, dnnpy's forward output and its three gradients are compared with torch
     (or, without torch, the forward with a small numpy reference) so the benchmark cannot
@@ -39,7 +41,7 @@ How to run (from the repository root)
     step is allocation.
 
     dnnpy runs on the CPU backend here even if a CUDA backend would be available, since the
-    peer is PyTorch on the CPU.  The full run takes about a minute or two on 2 cores;
+    peer is PyTorch on the CPU.  The full run takes under a minute on 2 cores;
     ``--quick`` (a quarter of the batch, fewer repeats) is a smoke run of a few seconds.
 """
 
@@ -279,8 +281,18 @@ class Budget:
     min_seconds: float
 
 
-FULL = Budget(warmup=2, min_repeats=5, max_repeats=50, min_seconds=1.0)
+FULL = Budget(warmup=2, min_repeats=7, max_repeats=100, min_seconds=2.0)
 QUICK = Budget(warmup=1, min_repeats=3, max_repeats=10, min_seconds=0.2)
+
+
+SETTLE_SECONDS = 0.3
+
+
+def settle():
+    """Pause before timing the other library: after a call, OpenBLAS's and OpenMP's worker
+    threads keep spinning for a while (~0.1 s), and on a machine with few cores they would
+    steal the CPUs from the next library's threads."""
+    time.sleep(SETTLE_SECONDS)
 
 
 def median_seconds(fn, budget: Budget):
@@ -341,8 +353,12 @@ def run_case(case: Case, budget: Budget, use_torch: bool):
         rel = max_rel_diff(got["y"], ref)
         bad = [] if rel <= CHECK_TOLERANCE else [f"y rel.err {rel:.1e}"]
         note = "vs numpy reference: y"
+    settle()
     dnnpy_s = median_seconds(ours.step, budget)
-    torch_s = median_seconds(peer.step, budget) if peer else None
+    torch_s = None
+    if peer:
+        settle()
+        torch_s = median_seconds(peer.step, budget)
     return Row(case, dnnpy_s, torch_s, fwd_diff, not bad, "; ".join(bad) or note)
 
 
@@ -355,8 +371,11 @@ def breakdown(case: Case, budget: Budget, use_torch: bool):
     for impl in impls.values():
         impl.step()  # the backward parts read the forward's tensors
     parts = ("forward", "data_grad", "filter_grad", "bias_grad")
-    return {name: {p: median_seconds(getattr(impl, p), budget) * 1e3 for p in parts}
-            for name, impl in impls.items()}
+    result = {}
+    for name, impl in impls.items():
+        settle()
+        result[name] = {p: median_seconds(getattr(impl, p), budget) * 1e3 for p in parts}
+    return result
 
 
 # ----------------------------------------------------------------------------------------
@@ -386,7 +405,7 @@ def thread_report(use_torch):
         blas = [p for p in threadpoolctl.threadpool_info() if p.get("user_api") == "blas"]
     if blas:
         for p in blas:
-            lines.append(f"numpy BLAS: {p.get('internal_api')} {p.get('version')} "
+            lines.append(f"BLAS {p.get('prefix')}: {p.get('internal_api')} {p.get('version')} "
                          f"({p.get('architecture', '?')} kernels), {p['num_threads']} threads")
     else:
         lines.append(f"numpy BLAS threads: unknown (threadpoolctl not installed); "
