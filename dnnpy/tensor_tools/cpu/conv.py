@@ -14,6 +14,8 @@ no scatter); for larger strides it is ``W.T @ dy`` followed by a col2im scatter-
 vectorised add per filter tap.
 """
 
+import threading
+
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
@@ -44,6 +46,27 @@ def _chunk(n, bytes_per_sample):
     return max(1, min(n, IM2COL_BYTES // max(1, bytes_per_sample)))
 
 
+_workspace = threading.local()
+
+
+def _cols_buffer(shape, dtype):
+    """A reused per-thread im2col buffer: fresh pages are expensive to fault in on every
+    call, and the buffer is bounded by IM2COL_BYTES (or one sample's columns)."""
+    size = int(np.prod(shape))
+    buf = getattr(_workspace, "buf", None)
+    if buf is None or buf.size < size or buf.dtype != dtype:
+        buf = _workspace.buf = np.empty(size, dtype=dtype)
+    return buf[:size].reshape(shape)
+
+
+def _im2col(win, i, step, crs, p):
+    """Copy the windows of samples ``i:i+step`` into the reused ``(step, C*R*S, P)`` buffer."""
+    chunk = win[i:i + step]
+    cols = _cols_buffer((chunk.shape[0], crs, p), win.dtype)
+    np.copyto(cols.reshape(chunk.shape), chunk)
+    return cols
+
+
 def _correlate(out, add_to_output, x, w, sy, sx, py, px):
     """``out (N,K,Ho,Wo) (+)= correlate(x (N,C,H,W), w (K,C,R,S))`` on numpy arrays."""
     n = x.shape[0]
@@ -54,7 +77,7 @@ def _correlate(out, add_to_output, x, w, sy, sx, py, px):
     out3 = out.reshape(n, k, ho * wo)
     step = _chunk(n, c * r * s * ho * wo * 4)
     for i in range(0, n, step):
-        cols = win[i:i + step].reshape(-1, c * r * s, ho * wo)
+        cols = _im2col(win, i, step, c * r * s, ho * wo)
         if add_to_output:
             out3[i:i + step] += np.matmul(wm, cols)
         else:
@@ -111,7 +134,7 @@ def conv_backward_filters(add_to_output, gradient_input, data, filters_gradient,
     acc = np.zeros((k, c * r * s), dtype=dw.dtype)
     step = _chunk(n, c * r * s * ho * wo * 4)
     for i in range(0, n, step):
-        cols = win[i:i + step].reshape(-1, c * r * s, ho * wo)
+        cols = _im2col(win, i, step, c * r * s, ho * wo)
         acc += np.matmul(gi3[i:i + step], cols.transpose(0, 2, 1)).sum(axis=0)
     acc = acc.reshape(dw.shape)
     if add_to_output:
