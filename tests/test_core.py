@@ -35,7 +35,6 @@ def test_seed_autoencoder_shapes_and_gradients(rng):
 
 def test_input_rgb_image_is_dlibs_mean_subtraction(rng):
     batch = images(2, rng, 5)
-    x = input_rgb_image().to_tensor(batch, resizable_tensor()) or None
     data = resizable_tensor()
     input_rgb_image().to_tensor(batch, data)
     avg = np.array([122.782, 117.001, 104.298], np.float32)
