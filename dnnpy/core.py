@@ -91,6 +91,12 @@ class _node:
     def num_computational_layers(self) -> int:
         return self._subnet.num_computational_layers()
 
+    def _print(self, lines, idx, min_length):
+        """dlib's ``print``: this node's line, then the nodes below it."""
+        out = _tensor_to_str(self._private_get_output(), min_length)
+        lines.append(f"layer<{idx}>\t{out}{self._label()}")
+        self._subnet._print(lines, idx + 1, min_length)
+
     def __str__(self):
         lines = []
         self._print(lines, 0, [0])
@@ -335,10 +341,8 @@ class add_layer(_node):
         if clean is not None:
             clean()
 
-    def _print(self, lines, idx, min_length):
-        out = _tensor_to_str(self._private_get_output(), min_length)
-        lines.append(f"layer<{idx}>\t{out}{self._details!r}")
-        self._subnet._print(lines, idx + 1, min_length)
+    def _label(self):
+        return repr(self._details)
 
 
 class _marker_node(_node):
@@ -350,10 +354,8 @@ class _marker_node(_node):
         self.id = int(tag_id)
         self._subnet = subnet
 
-    def _print(self, lines, idx, min_length):
-        out = _tensor_to_str(self._private_get_output(), min_length)
-        lines.append(f"layer<{idx}>\t{out}{self.kind}{self.id}")
-        self._subnet._print(lines, idx + 1, min_length)
+    def _label(self):
+        return f"{self.kind}{self.id}"
 
 
 class add_tag_layer(_marker_node):

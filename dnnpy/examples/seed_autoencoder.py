@@ -52,9 +52,9 @@ def main():
     print(f"input batch {images.shape} uint8 -> output {out.shape}; loss {loss:.6f}; "
           f"forward+backward {elapsed * 1e3:.1f} ms")
     assert out.shape == (8, 3, 64, 64)
-    for i in (1, 3):
-        grad = dnnpy.layer(net, i + 1).get_parameter_gradient()
-        print(f"layer<{i + 1}> parameter gradient: {grad.size()} values, "
+    for i in (2, 4):  # the cont and con layers
+        grad = dnnpy.layer(net, i).get_parameter_gradient()
+        print(f"layer<{i}> parameter gradient: {grad.size()} values, "
               f"norm {np.linalg.norm(np.asarray(grad)):.4g}")
     print(f"gradient w.r.t. the input tensor: {net.get_final_data_gradient().shape}")
 
