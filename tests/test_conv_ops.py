@@ -23,6 +23,7 @@ CONFIGS = [  # (N, C, H, W, K, R, S, sy, sx, py, px)
     (2, 1, 9, 10, 2, 3, 5, 3, 2, 1, 2),
     (1, 2, 7, 7, 2, 5, 3, 2, 1, 2, 1),
     (2, 2, 6, 5, 2, 2, 4, 1, 3, 1, 0),
+    (2, 2, 7, 8, 2, 2, 1, 3, 2, 1, 0),  # stride larger than the filter: a phase without taps
 ]
 
 
@@ -129,3 +130,13 @@ def test_conv_checks_shapes():
         conv.setup(x, f, 1, 1, 3, 1)
     with pytest.raises(ValueError, match="strides"):
         conv.setup(x, f, 0, 1, 0, 0)
+
+
+@pytest.mark.parametrize("cfg", CONFIGS, ids=[str(c) for c in CONFIGS])
+def test_tensor_conv_in_one_sample_chunks(cfg, rng, monkeypatch):
+    """With a tiny im2col budget every chunk is one sample: same results."""
+    import dnnpy.tensor_tools.cpu.conv as cpu_conv
+
+    monkeypatch.setattr(cpu_conv, "IM2COL_BYTES", 1)
+    test_tensor_conv_matches_loops(cfg, False, rng)
+    test_tensor_conv_matches_loops(cfg, True, rng)

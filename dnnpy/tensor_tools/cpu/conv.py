@@ -1,17 +1,26 @@
-"""CPU twin of convolution: im2col over strided views plus batched BLAS GEMMs.
+"""CPU twin of convolution: im2col over strided views plus BLAS GEMMs.
 
 Layouts: data ``(N, C, H, W)``, filters ``(K, C, R, S)`` (OIHW), output ``(N, K, Ho, Wo)``,
-cross-correlation as in dlib and cuDNN. The im2col matrix of a sample is the
-``(C*R*S, Ho*Wo)`` read of a strided window view, so the forward pass is
-``out[n] = W @ cols[n]`` for every sample in one ``np.matmul`` call, written straight into
-the NCHW output. Samples are processed in chunks whose im2col buffer stays under
-``IM2COL_BYTES``: the copy then lands in cache right before the GEMM reads it, and memory
-stays bounded for large images (the loop is over chunks, not samples).
+cross-correlation as in dlib and cuDNN.
 
-The data gradient is a convolution too: for stride 1 it is the correlation of the
-zero-padded output gradient with the flipped, transposed filters (one more im2col + GEMM,
-no scatter); for larger strides it is ``W.T @ dy`` followed by a col2im scatter-add, one
-vectorised add per filter tap.
+Stride 1 is the core. The zero-padded input is laid out channel-major, ``(C, N*Hp*Wp)``,
+and the convolution computed in padded coordinates: row ``(c, i, j)`` of the column matrix
+is then channel c shifted by ``i*Wp + j``, one contiguous slice, so im2col is a handful of
+long memcpy-like copies and the GEMM is one large ``(K, C*R*S) @ (C*R*S, L)`` over many
+samples at once. The valid ``Ho x Wo`` window of each sample is cut out of the result
+afterwards (a few percent of extra FLOPs on padding positions).
+
+A stride ``(sy, sx)`` convolution is the sum of ``sy*sx`` stride-1 ones: phase
+``(ry, rx)`` pairs the input rows ``ry, ry+sy, ...`` and columns ``rx, rx+sx, ...`` of the
+padded input with the taps ``W[:, :, ry::sy, rx::sx]``. The same split gives the filter
+gradient (each phase fills its taps) and the data gradient (each phase of the padded data
+gradient is a stride-1 full convolution of dy with its flipped taps). So every pass runs
+on the stride-1 machinery, with no strided im2col and no col2im scatter.
+
+Samples go in chunks whose column buffer stays under ``IM2COL_BYTES``, so the copy lands
+in cache right before the GEMM reads it and memory stays bounded (the loop is over
+chunks, not samples). Buffers are reused per thread: on some machines faulting fresh pages
+in costs as much as the arithmetic.
 """
 
 import threading
@@ -23,97 +32,135 @@ __all__ = ["conv_forward", "conv_backward_data", "conv_backward_filters", "IM2CO
 
 IM2COL_BYTES = 16 << 20
 
-
-def _padded(x, py, px):
-    if py == 0 and px == 0:
-        return x
-    n, c, h, w = x.shape
-    xp = np.zeros((n, c, h + 2 * py, w + 2 * px), dtype=x.dtype)
-    xp[:, :, py:py + h, px:px + w] = x
-    return xp
-
-
-def _windows(xp, r, s, sy, sx, ho, wo):
-    """Read-only ``(N, C, R, S, Ho, Wo)`` view: element ``[n,c,i,j,y,x]`` is
-    ``xp[n, c, y*sy + i, x*sx + j]``."""
-    n, c = xp.shape[:2]
-    s_n, s_c, s_h, s_w = xp.strides
-    return as_strided(xp, shape=(n, c, r, s, ho, wo),
-                      strides=(s_n, s_c, s_h, s_w, s_h * sy, s_w * sx), writeable=False)
-
-
-def _chunk(n, bytes_per_sample):
-    return max(1, min(n, IM2COL_BYTES // max(1, bytes_per_sample)))
-
-
 _workspace = threading.local()
 
 
-def _cols_buffer(shape, dtype):
-    """A reused per-thread im2col buffer: fresh pages are expensive to fault in on every
-    call, and the buffer is bounded by IM2COL_BYTES (or one sample's columns)."""
+def _buffer(name, shape, dtype):
+    """A reused per-thread scratch array (contents undefined)."""
     size = int(np.prod(shape))
-    buf = getattr(_workspace, "buf", None)
+    bufs = _workspace.__dict__.setdefault("bufs", {})
+    buf = bufs.get(name)
     if buf is None or buf.size < size or buf.dtype != dtype:
-        buf = _workspace.buf = np.empty(size, dtype=dtype)
+        buf = bufs[name] = np.empty(size, dtype=dtype)
     return buf[:size].reshape(shape)
 
 
-def _im2col(win, i, step, crs, p):
-    """Copy the windows of samples ``i:i+step`` into the reused ``(step, C*R*S, P)`` buffer."""
-    chunk = win[i:i + step]
-    cols = _cols_buffer((chunk.shape[0], crs, p), win.dtype)
-    np.copyto(cols.reshape(chunk.shape), chunk)
-    return cols
+def _phases(w, sy, sx):
+    """``[(ry, rx, taps)]``: the stride phases that have at least one filter tap (phase
+    ``(0, 0)`` first: it has the most taps)."""
+    r, s = w.shape[2:]
+    return [(ry, rx, w[:, :, ry::sy, rx::sx]) for ry in range(min(sy, r)) for rx in range(min(sx, s))]
+
+
+def _flat_input(x, py, px, sy, sx, phases):
+    """The stride phases of ``x (N,C,H,W)`` zero-padded by ``(py, px)``, in the reused
+    buffer ``(P, C, N, Hs, Ws)``: element ``[p, c, n, j, i]`` is padded pixel
+    ``(ry + j*sy, rx + i*sx)`` of phase p. All phases share one geometry, so an output
+    position has the same flat index in each of them."""
+    n, c, h, w = x.shape
+    hs, ws = len(range(0, h + 2 * py, sy)), len(range(0, w + 2 * px, sx))
+    xf = _buffer("flat_in", (len(phases), c, n, hs, ws), x.dtype)
+    for p, (ry, rx, _) in enumerate(phases):
+        j0, i0 = max(0, -(-(py - ry) // sy)), max(0, -(-(px - rx) // sx))  # first row/col inside x
+        rows = x[:, :, ry + j0 * sy - py::sy, rx + i0 * sx - px::sx]
+        j1, i1 = j0 + rows.shape[2], i0 + rows.shape[3]
+        f = xf[p]
+        f[:, :, :j0] = 0
+        f[:, :, j1:] = 0
+        f[:, :, j0:j1, :i0] = 0
+        f[:, :, j0:j1, i1:] = 0
+        f[:, :, j0:j1, i0:i1] = rows.transpose(1, 0, 2, 3)
+    return xf
+
+
+def _chunks(xf, phases):
+    """Yield ``(first sample, samples, length, cols)``: ``cols`` holds, for a chunk of
+    samples and every phase p, tap (t, u) and channel c, the row ``phase p of channel c
+    shifted by t*Ws + u``: the ``(C*R*S, length)`` column matrix in padded coordinates."""
+    _, c, n, hs, ws = xf.shape
+    plane = hs * ws
+    crs = sum(c * t.shape[2] * t.shape[3] for _, _, t in phases)
+    r0, s0 = phases[0][2].shape[2:]
+    flat = xf.reshape(len(phases), c, n * plane)
+    size = xf.itemsize
+    step = max(1, min(n, IM2COL_BYTES // max(1, crs * plane * size)))
+    for i in range(0, n, step):
+        m = min(step, n - i)
+        length = m * plane - (r0 - 1) * ws - (s0 - 1)  # covers the last valid output of the chunk
+        cols = _buffer("cols", (crs, length), xf.dtype)
+        row = 0
+        for p, (_, _, taps) in enumerate(phases):
+            t, u = taps.shape[2:]
+            view = as_strided(flat[p, :, i * plane:], shape=(c, t, u, length),
+                              strides=(flat.strides[1], ws * size, size, size), writeable=False)
+            np.copyto(cols[row:row + c * t * u].reshape(c, t, u, length), view)
+            row += c * t * u
+        yield i, m, length, cols
+
+
+def _stacked(phases):
+    """The filters as one ``(K, C*R*S)`` matrix, rows ordered like ``_chunks``' columns."""
+    k = phases[0][2].shape[0]
+    return np.concatenate([t.reshape(k, -1) for _, _, t in phases], axis=1)
 
 
 def _correlate(out, add_to_output, x, w, sy, sx, py, px):
-    """``out (N,K,Ho,Wo) (+)= correlate(x (N,C,H,W), w (K,C,R,S))`` on numpy arrays."""
-    n = x.shape[0]
-    k, c, r, s = w.shape
+    """``out (N,K,Ho,Wo) (+)= correlate(x (N,C,H,W), w (K,C,R,S))`` with strides and zero
+    padding: one GEMM per chunk over all stride phases."""
+    phases = _phases(w, sy, sx)
+    xf = _flat_input(x, py, px, sy, sx, phases)
+    _, _, n, hs, ws = xf.shape
+    k = w.shape[0]
     ho, wo = out.shape[2], out.shape[3]
-    wm = w.reshape(k, c * r * s)
-    win = _windows(_padded(x, py, px), r, s, sy, sx, ho, wo)
-    out3 = out.reshape(n, k, ho * wo)
-    step = _chunk(n, c * r * s * ho * wo * 4)
-    for i in range(0, n, step):
-        cols = _im2col(win, i, step, c * r * s, ho * wo)
+    wm = _stacked(phases)
+    for i, m, length, cols in _chunks(xf, phases):
+        y = _buffer("flat_out", (k, m * hs * ws), out.dtype)
+        np.matmul(wm, cols, out=y[:, :length])
+        valid = y.reshape(k, m, hs, ws)[:, :, :ho, :wo].transpose(1, 0, 2, 3)
         if add_to_output:
-            out3[i:i + step] += np.matmul(wm, cols)
+            out[i:i + m] += valid
         else:
-            np.matmul(wm, cols, out=out3[i:i + step])
+            out[i:i + m] = valid
 
 
 def conv_forward(add_to_output, output, data, filters, stride_y, stride_x, padding_y, padding_x):
-    out = output.host()
-    _correlate(out, add_to_output, data.host_read(), filters.host_read(),
+    _correlate(output.host(), add_to_output, data.host_read(), filters.host_read(),
                stride_y, stride_x, padding_y, padding_x)
+
+
+def _flipped(taps):
+    """Taps as the filters of the data gradient: flipped, input and output swapped."""
+    return np.ascontiguousarray(taps[:, :, ::-1, ::-1].transpose(1, 0, 2, 3))
 
 
 def conv_backward_data(add_to_output, gradient_input, filters, data_gradient,
                        stride_y, stride_x, padding_y, padding_x):
     gi = gradient_input.host_read()
     w = filters.host_read()
-    k, c, r, s = w.shape
     dx = data_gradient.host()
+    r, s = w.shape[2:]
     if stride_y == 1 and stride_x == 1:
-        # dx = correlate(pad(dy, R-1-py, S-1-px), flip(W) with in/out channels swapped)
-        wf = np.ascontiguousarray(w[:, :, ::-1, ::-1].transpose(1, 0, 2, 3))
-        _correlate(dx, add_to_output, gi, wf, 1, 1, r - 1 - padding_y, s - 1 - padding_x)
+        # dx = correlate(pad(dy, R-1-py, S-1-px), flipped W with in/out channels swapped)
+        _correlate(dx, add_to_output, gi, _flipped(w), 1, 1, r - 1 - padding_y, s - 1 - padding_x)
         return
-    n, _, h, wd = dx.shape
+    # Phase (ry, rx) of the padded gradient is the full stride-1 convolution of dy with
+    # the phase's taps: dy padded by taps-1, correlated with the flipped taps. Phases with
+    # the same number of taps read the same padded dy, so they share one GEMM.
+    n, c, h, wd = dx.shape
     ho, wo = gi.shape[2], gi.shape[3]
-    wm_t = w.reshape(k, c * r * s).T
-    gi3 = gi.reshape(n, k, ho * wo)
-    dxp = np.zeros((n, c, h + 2 * padding_y, wd + 2 * padding_x), dtype=dx.dtype)
-    step = _chunk(n, c * r * s * ho * wo * 4)
-    for i in range(0, n, step):
-        dcols = np.matmul(wm_t, gi3[i:i + step]).reshape(-1, c, r, s, ho, wo)
-        part = dxp[i:i + step]
-        for a in range(r):
-            for b in range(s):
-                part[:, :, a:a + stride_y * (ho - 1) + 1:stride_y,
-                     b:b + stride_x * (wo - 1) + 1:stride_x] += dcols[:, :, a, b]
+    dxp = _buffer("padded_grad", (n, c, h + 2 * padding_y, wd + 2 * padding_x), dx.dtype)
+    dxp.fill(0)  # phases without taps (stride > filter) and rows past the last output stay 0
+    groups = {}
+    for ry, rx, taps in _phases(w, stride_y, stride_x):
+        groups.setdefault(taps.shape[2:], []).append((ry, rx, taps))
+    for (t, u), members in groups.items():
+        stacked = np.concatenate([_flipped(taps) for _, _, taps in members])
+        full = _buffer("phase", (n, len(members) * c, ho + t - 1, wo + u - 1), dx.dtype)
+        _correlate(full, False, gi, stacked, 1, 1, t - 1, u - 1)
+        for p, (ry, rx, _) in enumerate(members):
+            target = dxp[:, :, ry::stride_y, rx::stride_x]
+            rows, cols = min(full.shape[2], target.shape[2]), min(full.shape[3], target.shape[3])
+            target[:, :, :rows, :cols] = full[:, p * c:(p + 1) * c, :rows, :cols]
     inner = dxp[:, :, padding_y:padding_y + h, padding_x:padding_x + wd]
     if add_to_output:
         dx += inner
@@ -126,18 +173,25 @@ def conv_backward_filters(add_to_output, gradient_input, data, filters_gradient,
     gi = gradient_input.host_read()
     x = data.host_read()
     dw = filters_gradient.host()
-    k, c, r, s = dw.shape
-    n = x.shape[0]
+    k = dw.shape[0]
+    phases = _phases(dw, stride_y, stride_x)  # they partition the taps
+    xf = _flat_input(x, padding_y, padding_x, stride_y, stride_x, phases)
+    _, _, n, hs, ws = xf.shape
     ho, wo = gi.shape[2], gi.shape[3]
-    win = _windows(_padded(x, padding_y, padding_x), r, s, stride_y, stride_x, ho, wo)
-    gi3 = gi.reshape(n, k, ho * wo)
-    acc = np.zeros((k, c * r * s), dtype=dw.dtype)
-    step = _chunk(n, c * r * s * ho * wo * 4)
-    for i in range(0, n, step):
-        cols = _im2col(win, i, step, c * r * s, ho * wo)
-        acc += np.matmul(gi3[i:i + step], cols.transpose(0, 2, 1)).sum(axis=0)
-    acc = acc.reshape(dw.shape)
-    if add_to_output:
-        dw += acc
-    else:
-        dw[...] = acc
+    acc = None
+    for i, m, length, cols in _chunks(xf, phases):
+        # the output gradient in padded coordinates, zero off the valid window
+        g = _buffer("flat_grad", (k, m, hs, ws), gi.dtype)
+        g[:, :, :ho, :wo] = gi[i:i + m].transpose(1, 0, 2, 3)
+        g[:, :, ho:] = 0
+        g[:, :, :ho, wo:] = 0
+        part = cols @ g.reshape(k, -1)[:, :length].T  # (C*R*S, K): the faster GEMM orientation
+        acc = part if acc is None else acc + part
+    row = 0
+    for ry, rx, taps in phases:
+        grad = acc[row:row + taps[0].size].T.reshape(taps.shape)
+        row += taps[0].size
+        if add_to_output:
+            dw[:, :, ry::stride_y, rx::stride_x] += grad
+        else:
+            dw[:, :, ry::stride_y, rx::stride_x] = grad
