@@ -30,7 +30,7 @@ from numpy.lib.stride_tricks import as_strided
 
 __all__ = ["conv_forward", "conv_backward_data", "conv_backward_filters", "IM2COL_BYTES"]
 
-IM2COL_BYTES = 16 << 20
+IM2COL_BYTES = 8 << 20
 
 _workspace = threading.local()
 
