@@ -33,9 +33,9 @@ How to run (from the repository root)
     The script prints a warning when they are set.
 
     Fresh memory is expensive on some virtual machines (the host backs a page only when it
-    is first touched and takes freed pages back after a while), and dnnpy's CPU kernels
-    allocate large temporaries (padded inputs, im2col buffers) on every call; there the
-    default timings vary several-fold from run to run.  ``--keep-heap`` makes glibc's
+    is first touched and takes freed pages back after a while).  dnnpy's CPU convolution
+    reuses its scratch buffers per thread, but both libraries still allocate outputs and
+    some temporaries, so there the default timings can vary from run to run.  ``--keep-heap`` makes glibc's
     malloc keep freed memory in the process (for numpy and torch alike), which removes that
     cost and leaves the arithmetic and memory traffic: compare both to see how much of a
     step is allocation.

@@ -19,8 +19,8 @@ on the stride-1 machinery, with no strided im2col and no col2im scatter.
 
 Samples go in chunks whose column buffer stays under ``IM2COL_BYTES``, so the copy lands
 in cache right before the GEMM reads it and memory stays bounded (the loop is over
-chunks, not samples). Buffers are reused per thread: on some machines faulting fresh pages
-in costs as much as the arithmetic.
+chunks, not samples). Scratch buffers are reused per thread (they grow to the largest
+layer seen): on some machines faulting fresh pages in costs as much as the arithmetic.
 """
 
 import threading
