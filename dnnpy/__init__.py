@@ -18,15 +18,20 @@ from . import tensor_tools
 from .core import (add_layer, add_loss_layer, add_skip_layer, add_tag_layer, input_layer, layer,
                    repeat_layer)
 from .errors import SerializationError
-from .inputs import input, input_rgb_image, input_tensor
+from .inputs import *  # noqa: F401,F403
+from .inputs import __all__ as _inputs_all
 from .layers import *  # noqa: F401,F403
 from .layers import __all__ as _layers_all
-from .loss import loss_mean_squared_per_channel_and_pixel, loss_mean_squared_per_channel_and_pixel_
+from .loss import *  # noqa: F401,F403
+from .loss import __all__ as _loss_all
+from .visitors import *  # noqa: F401,F403
+from .visitors import __all__ as _visitors_all
 from .templates import (NetType, SUBNET, layer_template, loss_template, net_type_from_string, repeat,
                         skip_templates, tag_templates)
 from .tensor import alias_tensor, have_same_dimensions, resizable_tensor, tensor
 from .tensor_tools import force_cpu, use_cuda
 from .testing import layer_test_results, test_layer
+from .testing_loss import loss_test_results, test_loss
 
 tag1, tag2, tag3, tag4, tag5, tag6, tag7, tag8, tag9, tag10 = tag_templates
 skip1, skip2, skip3, skip4, skip5, skip6, skip7, skip8, skip9, skip10 = skip_templates
@@ -38,8 +43,7 @@ __all__ = [
     "add_layer", "add_loss_layer", "add_tag_layer", "add_skip_layer", "repeat_layer", "layer",
     "input_layer", "repeat", "SUBNET", "NetType", "net_type_from_string", "layer_template",
     "loss_template",
-    "input", "input_rgb_image", "input_tensor",
-    "loss_mean_squared_per_channel_and_pixel", "loss_mean_squared_per_channel_and_pixel_",
-    "test_layer", "layer_test_results", "force_cpu", "use_cuda", "SerializationError",
+    "test_layer", "layer_test_results", "test_loss", "loss_test_results", "force_cpu", "use_cuda", "SerializationError",
     *[f"tag{i}" for i in range(1, 11)], *[f"skip{i}" for i in range(1, 11)], *_layers_all,
+    *_inputs_all, *_loss_all, *_visitors_all,
 ]

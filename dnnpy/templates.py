@@ -34,7 +34,7 @@ def register_input(cls):
 
 
 def _is_input_type(obj):
-    from .inputs import input_layer
+    from .inputs.base import input_layer
 
     return isinstance(obj, type) and issubclass(obj, input_layer)
 
@@ -46,6 +46,8 @@ def _type_expr(obj):
 def _fmt_arg(a):
     if isinstance(a, NetType) or _is_input_type(a):
         return _type_expr(a)
+    if isinstance(a, _template):  # a tag template passed as an argument (add_prev[tag1, ...])
+        return a.name
     return repr(a)
 
 
@@ -194,7 +196,7 @@ tag_templates, skip_templates = _make_tags()
 
 
 def _make_subnet_placeholder():
-    from .inputs import input_layer
+    from .inputs.base import input_layer
 
     class repeat_input_layer(input_layer):
         """The input of each copy inside ``repeat``: fed the output of the layer below."""
@@ -311,6 +313,8 @@ def net_type_from_string(s: str) -> NetType:
         template = _REGISTRY.get(text)
         if template is None:
             raise ValueError(f"net_type_from_string: unknown template or input {text!r} at offset {at}")
+        if peek()[1] != "[":  # a template as an argument: add_prev[tag1, ...], concat[tag1, tag2, ...]
+            return template
         expect("[")
         args = [value()]
         while peek()[1] == ",":
@@ -330,8 +334,9 @@ def net_type_from_string(s: str) -> NetType:
 def _ensure_registered():
     """Import every module that registers templates or inputs (the parser needs them all)."""
     from . import inputs as input_module
+    from .inputs.base import input_layer
     from . import layers, loss  # noqa: F401
 
     for cls in vars(input_module).values():
-        if _is_input_type(cls) and not cls.__name__.startswith("_") and cls is not input_module.input_layer:
+        if _is_input_type(cls) and not cls.__name__.startswith("_") and cls is not input_layer:
             register_input(cls)

@@ -24,6 +24,17 @@ __all__ = [
     "gemm", "relu", "relu_gradient", "tensor_conv",
 ]
 
+# Ops are grouped by concept, one dispatcher module each (the CPU twin mirrors the grouping in
+# cpu/<concept>.py); the core ops stay below. Every module's __all__ joins this package's.
+from importlib import import_module as _import_module
+
+for _name in ("activations", "norm", "spatial", "resize", "merge"):
+    _module = _import_module(f".{_name}", __name__)
+    for _symbol in _module.__all__:
+        globals()[_symbol] = getattr(_module, _symbol)
+    __all__ += _module.__all__
+del _name, _module
+
 # ----------------------------------------------------------------------------------------
 # element-wise, reductions, GEMM
 

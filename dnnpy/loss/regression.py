@@ -1,31 +1,14 @@
-"""Loss layers: the top of a net. ``compute_loss_value_and_gradient(x, labels, sub)``
-returns the loss and ASSIGNS the gradient of the loss to ``sub.get_gradient_input()``;
-``to_label(x, sub)`` turns the net's output into labels.
-
-Labels are natural Python/numpy values, one per input sample.
-"""
+"""Regression losses (mean squared family, epsilon-insensitive, dot)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from .layers.base import check_int
-from .templates import loss_template
+from ..layers.base import check_int
+from ..templates import loss_template
+from .base import loss_layer
 
-__all__ = ["loss_layer", "loss_mean_squared_per_channel_and_pixel_",
-           "loss_mean_squared_per_channel_and_pixel"]
-
-
-class loss_layer:
-    """Base class of loss details."""
-
-    def _check_labels(self, name, x, sub, labels):
-        n = sub.get_output().num_samples()
-        labels = list(labels) if not isinstance(labels, np.ndarray) else labels
-        sef = sub.sample_expansion_factor() or 1
-        if len(labels) * sef != n:
-            raise ValueError(f"{name}: got {len(labels)} labels for {n // sef} input samples")
-        return labels
+__all__ = ["loss_mean_squared_per_channel_and_pixel_", "loss_mean_squared_per_channel_and_pixel"]
 
 
 class loss_mean_squared_per_channel_and_pixel_(loss_layer):

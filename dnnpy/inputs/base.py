@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .tensor import resizable_tensor, tensor
+from ..tensor import resizable_tensor, tensor
 
-__all__ = ["input_layer", "input", "input_tensor", "input_rgb_image"]
+__all__ = ["input", "input_tensor", "input_rgb_image"]
 
 
 class input_layer:

@@ -1,0 +1,25 @@
+"""What loss layers share. A loss is the top of a net:
+``compute_loss_value_and_gradient(x, labels, sub)`` returns the loss and ASSIGNS the gradient
+of the loss to ``sub.get_gradient_input()`` (which the net zero-fills, so entries with a zero
+gradient may be left alone); ``to_label(x, sub)`` turns the net's output into labels.
+
+Labels are natural Python/numpy values, one per input sample.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["loss_layer"]
+
+
+class loss_layer:
+    """Base class of loss details."""
+
+    def _check_labels(self, name, x, sub, labels):
+        n = sub.get_output().num_samples()
+        labels = list(labels) if not isinstance(labels, np.ndarray) else labels
+        sef = sub.sample_expansion_factor() or 1
+        if len(labels) * sef != n:
+            raise ValueError(f"{name}: got {len(labels)} labels for {n // sef} input samples")
+        return labels
