@@ -389,10 +389,7 @@ class add_skip_layer(_marker_node):
     kind = "skip"
 
     def _tagged(self):
-        from .templates import tag_templates
-
-        tag = tag_templates[self.id - 1]
-        found = self._subnet._find(lambda n: n._template is tag)
+        found = self._subnet._find(lambda n: isinstance(n, add_tag_layer) and n.id == self.id)
         if found is None:
             raise ValueError(f"skip{self.id}: there is no tag{self.id} below this layer")
         return found

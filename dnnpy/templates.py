@@ -21,6 +21,8 @@ __all__ = ["NetType", "layer_template", "loss_template", "net_type_from_string",
 
 _REGISTRY = {}   # template name -> template, for the parser
 _INPUTS = {}     # input type expression -> input layer class, for the parser
+_INPUT_TEMPLATES = {}  # name -> bracket input template (an object with ``is_input_template``,
+                       # ``name`` and ``[args]`` returning an input layer class), for the parser
 
 
 def _register(template):
@@ -79,6 +81,12 @@ class NetType:
     def __reduce__(self):  # pickling a type (not a net) goes through its expression
         return (net_type_from_string, (repr(self),))
 
+    def __copy__(self):  # cached and immutable: one object per expression
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
 
 _CACHE = {}
 
@@ -133,6 +141,14 @@ class _template:
 
     def __repr__(self):
         return self.name
+
+    # templates are singletons compared by identity (layer(sub, tag1) looks tags up with
+    # ``is``), so copies of a layer holding one must hold the same object
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
 
 
 class layer_template(_template):
@@ -297,17 +313,17 @@ def net_type_from_string(s: str) -> NetType:
             raise ValueError(f"net_type_from_string: unexpected {text!r} at offset {at}")
         if text in ("True", "False"):
             return text == "True"
-        if text == "input":
-            from .inputs import input as input_template
-
+        if text in _INPUT_TEMPLATES and peek()[1] == "[":  # input[uint8], input_rgb_image_sized[4, 6]
             expect("[")
-            _, dtype, at2 = peek()
-            pos += 1
+            args = [input_arg()]
+            while peek()[1] == ",":
+                pos += 1
+                args.append(input_arg())
             expect("]")
             try:
-                return input_template[np.dtype(dtype)]
-            except TypeError:
-                raise ValueError(f"net_type_from_string: unknown input dtype {dtype!r} at offset {at2}") from None
+                return _INPUT_TEMPLATES[text][args[0] if len(args) == 1 else tuple(args)]
+            except (TypeError, ValueError) as e:
+                raise ValueError(f"net_type_from_string: {e} (at offset {at})") from None
         if text in _INPUTS and peek()[1] != "[":
             return _INPUTS[text]
         template = _REGISTRY.get(text)
@@ -322,6 +338,18 @@ def net_type_from_string(s: str) -> NetType:
             args.append(value())
         expect("]")
         return template[tuple(args)]
+
+    def input_arg():
+        # an input template's argument: a number, or a numpy dtype name (input[float32])
+        nonlocal pos
+        kind, text, at = peek()
+        if kind == "name" and text not in _REGISTRY and text not in _INPUTS and text not in _INPUT_TEMPLATES:
+            pos += 1
+            try:
+                return np.dtype(text)
+            except TypeError:
+                raise ValueError(f"net_type_from_string: unknown input argument {text!r} at offset {at}") from None
+        return value()
 
     result = value()
     if pos != len(tokens):
@@ -340,3 +368,5 @@ def _ensure_registered():
     for cls in vars(input_module).values():
         if _is_input_type(cls) and not cls.__name__.startswith("_") and cls is not input_layer:
             register_input(cls)
+        elif getattr(cls, "is_input_template", False):  # input[...], input_rgb_image_sized[...]
+            _INPUT_TEMPLATES[cls.name] = cls

@@ -14,6 +14,7 @@ parameters in one flat tensor and reaches filters and biases through aliases, an
 from __future__ import annotations
 
 import contextlib
+import copy as _copy
 import threading
 
 import numpy as np
@@ -230,9 +231,12 @@ class resizable_tensor(tensor):
     (missing trailing dimensions are 1, e.g. a matrix is ``(rows, cols, 1, 1)``).
     """
 
-    __slots__ = ()
+    # ``annotation``: dlib's ``tensor::annotation()`` (a ``dlib::any``): data an input layer
+    # attaches to the tensor it fills, e.g. the level rectangles of a tiled image pyramid.
+    __slots__ = ("annotation",)
 
     def __init__(self, *args):
+        self.annotation = None
         if len(args) == 1 and not np.isscalar(args[0]):
             src = args[0]
             arr = src.host_read() if isinstance(src, tensor) else np.asarray(src)
@@ -265,6 +269,7 @@ class resizable_tensor(tensor):
         """Free the memory; the tensor becomes empty."""
         self._storage = _storage(0)
         self._shape = (0, 0, 0, 0)
+        self.annotation = None
 
     @property
     def dtype(self):
@@ -276,6 +281,7 @@ class resizable_tensor(tensor):
         t._storage = _storage(self.size(), self.dtype)
         t._shape = self._shape
         t.host_write_only()[...] = self.host_read()
+        t.annotation = _copy.deepcopy(self.annotation)  # dlib copies the annotation too
         return t
 
     def __deepcopy__(self, memo):

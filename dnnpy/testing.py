@@ -68,7 +68,8 @@ class _fake_subnet:
     this level's num_samples, nr and nc. Every level created is a data input of the test.
     """
 
-    def __init__(self, rnd, levels, shape=None):
+    def __init__(self, rnd, levels, shape=None, tagged_shape=None):
+        self._tagged_shape = tagged_shape
         if shape is None:
             n = int(rnd.integers(3, 7))
             shape = (n, int(rnd.integers(2, 6)), int(rnd.choice([2, 4])), int(rnd.choice([2, 4])))
@@ -116,7 +117,11 @@ class _fake_subnet:
             if match(probe):
                 if i not in self._tagged:
                     n, _, nr, nc = self.output.shape
-                    level = _fake_subnet(self._rnd, self._levels, (n, int(self._rnd.integers(2, 6)), nr, nc))
+                    if self._tagged_shape is not None:
+                        shape = tuple(self._tagged_shape(self.output.shape))
+                    else:
+                        shape = (n, int(self._rnd.integers(2, 6)), nr, nc)
+                    level = _fake_subnet(self._rnd, self._levels, shape)
                     level._template = tag
                     self._tagged[i] = level
                 return self._tagged[i]
@@ -173,13 +178,13 @@ def _error_line(kind, i, ref, out, it):
             f"iteration:           {it}\n")
 
 
-def _impl_test_layer(layer, base_eps, tol, seed, input_shape):
+def _impl_test_layer(layer, base_eps, tol, seed, input_shape, tagged_shape):
     rnd = np.random.default_rng(seed)
     rs_params, rs_data = [], []
     max_rel = 0.0
     for it in range(10):
         levels = []
-        sub = _fake_subnet(rnd, levels, input_shape)
+        sub = _fake_subnet(rnd, levels, input_shape, tagged_shape)
         layer.setup(sub)
         output = resizable_tensor()
         _forward(layer, sub, output)
@@ -291,12 +296,15 @@ def _check_inplace(layer, rnd, tol):
     return None
 
 
-def test_layer(layer, dtype=np.float32, seed=0, input_shape=None) -> layer_test_results:
+def test_layer(layer, dtype=np.float32, seed=0, input_shape=None, tagged_shape=None) -> layer_test_results:
     """Check ``layer``'s gradients numerically (dlib's ``test_layer``, see module doc).
 
     ``layer`` is a details object (``con_(3,3,3,1,1)``); it is copied, never modified.
     ``input_shape=(n, k, nr, nc)`` fixes the fake subnet's output shape (dlib draws n in
     3..6, k in 2..5, nr and nc in {2, 4}); ``seed`` seeds the random subnets.
+    ``tagged_shape``: a function from the fake subnet's shape to the shape of the level
+    that ``layer(sub, tagN)`` returns (default: same n, nr, nc and a random k in 2..5), for
+    merge layers that need a particular tagged shape (``scale_``, ``multm_prev_``).
     Returns a ``layer_test_results``: truthy when good, ``.log`` naming the failing
     variable with the expected and actual derivative otherwise.
     """
@@ -305,11 +313,11 @@ def test_layer(layer, dtype=np.float32, seed=0, input_shape=None) -> layer_test_
     with default_dtype(dtype):
         base_eps = 1e-4
         while base_eps < 0.1:
-            result = _impl_test_layer(copy.deepcopy(layer), base_eps, tol, seed, input_shape)
+            result = _impl_test_layer(copy.deepcopy(layer), base_eps, tol, seed, input_shape, tagged_shape)
             if result:
                 return result
             base_eps *= 2
-        return _impl_test_layer(copy.deepcopy(layer), 0.01, tol, seed, input_shape)
+        return _impl_test_layer(copy.deepcopy(layer), 0.01, tol, seed, input_shape, tagged_shape)
 
 
 test_layer.__test__ = False  # keep pytest from collecting it when imported into a test module

@@ -45,11 +45,54 @@ def _stack_images(layer, items, ndim, what):
     return np.stack(arrays) if not isinstance(items, np.ndarray) else items
 
 
-class input_rgb_image(input_layer):
-    """Batch of ``H x W x 3`` uint8 RGB images -> ``(N, 3, H, W)`` with
-    ``(channel - avg) / 256`` (dlib's mean subtraction)."""
+def xml_num(x) -> str:
+    """A number as dlib's ``to_xml`` prints it (``net_to_xml`` sets stream precision 9)."""
+    return f"{x:.9g}"
+
+
+class image_space_identity:
+    """dlib's coordinate maps of the plain image inputs: tensor space is image space.
+    Points are ``(x, y)``; rectangles are passed through unchanged."""
+
+    def image_contained_point(self, data, p):
+        """True iff the point ``(x, y)`` lies inside the ``nc x nr`` image of ``data``."""
+        x, y = p
+        return 0 <= x <= data.nc() - 1 and 0 <= y <= data.nr() - 1
+
+    def tensor_space_to_image_space(self, data, r):
+        return r
+
+    def image_space_to_tensor_space(self, data, scale, r):
+        return r
+
+
+def write_rgb_planar(out, imgs, avgs):
+    """``out[n, c, r, col] = (imgs[n, r, col, c] - avgs[c]) / 256`` in ``out``'s dtype (dlib's
+    ``(pixel - avg)/256``: float32 arithmetic for float32 tensors; the division is exact)."""
+    avg = np.asarray(avgs, dtype=out.dtype)[None, :, None, None]
+    np.subtract(imgs.transpose(0, 3, 1, 2), avg, out=out, dtype=out.dtype)
+    out /= out.dtype.type(256)
+
+
+def check_rgb_batch(layer, imgs):
+    """``imgs`` (a stacked batch) must be N x H x W x 3 uint8."""
+    if imgs.ndim != 4 or imgs.shape[3] != 3 or imgs.dtype != np.uint8:
+        raise ValueError(f"{layer!r}.to_tensor: expected H x W x 3 uint8 images, got a batch of "
+                         f"shape {imgs.shape[1:]} and dtype {imgs.dtype}")
+
+
+class rgb_averages:
+    """The three float channel means of dlib's RGB input layers. The constructor takes the
+    three means, or another RGB input layer to copy them from (dlib's converting
+    constructors between input_rgb_image, input_rgb_image_sized and input_rgb_image_pair)."""
 
     def __init__(self, avg_red=122.782, avg_green=117.001, avg_blue=104.298):
+        if isinstance(avg_red, rgb_averages):
+            avg_red, avg_green, avg_blue = avg_red.avg_red, avg_red.avg_green, avg_red.avg_blue
+        for name, v in (("avg_red", avg_red), ("avg_green", avg_green), ("avg_blue", avg_blue)):
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+                raise TypeError(f"{type(self).__name__}: {name} must be a number, got {v!r}")
+        # dlib stores floats
         self.avg_red = float(np.float32(avg_red))
         self.avg_green = float(np.float32(avg_green))
         self.avg_blue = float(np.float32(avg_blue))
@@ -63,22 +106,30 @@ class input_rgb_image(input_layer):
     def get_avg_blue(self):
         return self.avg_blue
 
+    def _avgs_str(self):
+        return f"({self.avg_red:g},{self.avg_green:g},{self.avg_blue:g})"
+
+    def _avgs_xml(self):
+        return f"r='{xml_num(self.avg_red)}' g='{xml_num(self.avg_green)}' b='{xml_num(self.avg_blue)}'"
+
+
+class input_rgb_image(rgb_averages, image_space_identity, input_layer):
+    """Batch of ``H x W x 3`` uint8 RGB images -> ``(N, 3, H, W)`` with
+    ``(channel - avg) / 256`` (dlib's mean subtraction)."""
+
     def to_tensor(self, batch, data):
         items = self._batch(batch)
         imgs = _stack_images(self, items, 3, "an H x W x 3 uint8 RGB image")
-        if imgs.ndim != 4 or imgs.shape[3] != 3 or imgs.dtype != np.uint8:
-            raise ValueError(f"{self!r}.to_tensor: expected H x W x 3 uint8 images, got a batch of "
-                             f"shape {imgs.shape[1:]} and dtype {imgs.dtype}")
+        check_rgb_batch(self, imgs)
         n, nr, nc, _ = imgs.shape
         data.set_size(n, 3, nr, nc)
-        out = data.host_write_only()
-        avg = np.array([self.avg_red, self.avg_green, self.avg_blue], dtype=np.float32)
-        # float32 arithmetic in dlib's order: (pixel - avg) / 256
-        np.subtract(imgs.transpose(0, 3, 1, 2), avg[None, :, None, None], out=out, dtype=np.float32)
-        out /= np.float32(256)
+        write_rgb_planar(data.host_write_only(), imgs, (self.avg_red, self.avg_green, self.avg_blue))
 
     def __repr__(self):
-        return f"input_rgb_image({self.avg_red:g},{self.avg_green:g},{self.avg_blue:g})"
+        return f"input_rgb_image{self._avgs_str()}"
+
+    def to_xml(self):
+        return f"<input_rgb_image {self._avgs_xml()}/>\n"
 
 
 class input_tensor(input_layer):
@@ -87,8 +138,7 @@ class input_tensor(input_layer):
 
     def to_tensor(self, batch, data):
         items = self._batch(batch)
-        arrays = [t.host_read() if isinstance(t, tensor) else np.asarray(t, dtype=np.float32)
-                  for t in items]
+        arrays = [t.host_read() if isinstance(t, tensor) else np.asarray(t) for t in items]
         first = arrays[0]
         for i, a in enumerate(arrays):
             if a.ndim != 4 or a.shape[1:] != first.shape[1:]:
@@ -101,8 +151,11 @@ class input_tensor(input_layer):
     def __repr__(self):
         return "input_tensor"
 
+    def to_xml(self):
+        return "<input_tensor/>\n"
 
-class _input_matrix(input_layer):
+
+class _input_matrix(image_space_identity, input_layer):
     """Batch of 2-D arrays of one dtype -> ``(N, 1, nr, nc)``; uint8 values are divided by
     256, others copied (dlib's ``input<matrix<T>>``)."""
 
@@ -129,6 +182,9 @@ class _input_matrix(input_layer):
     def __repr__(self):
         return "input<matrix>"
 
+    def to_xml(self):
+        return "<input/>\n"
+
 
 _INPUT_TYPES = {}
 
@@ -137,6 +193,8 @@ class _input_template:
     """``input[np.float32]``, ``input[np.uint8]``: input layer types for 2-D arrays."""
 
     _SUPPORTED = (np.uint8, np.float32, np.float64, np.int32, np.int64, np.uint16, np.int16, np.int8)
+    is_input_template = True  # the bracket-expression parser finds it by this flag and name
+    name = "input"
 
     def __getitem__(self, dtype):
         try:

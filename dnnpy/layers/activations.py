@@ -1,15 +1,90 @@
-"""Element-wise activation layers (in place where dlib's are)."""
+"""Element-wise activation layers (dlib's layers.h), in place where dlib's are.
+
+Forms (inventory section 1.4): C = ``forward_inplace`` + ``backward_inplace(computed_output,
+...)``, B = ``forward(sub, out)`` + ``backward(gradient_input, sub, params_grad)``.
+relu_, leaky_relu_, sig_, htan_, clipped_relu_, elu_, smelu_ are form C (their gradient
+is written in terms of the output); prelu_, mish_, gelu_, silu_ are form B (their
+gradient needs the input). dlib's spec calls prelu_ in place; its implementation is not,
+and we follow the implementation.
+"""
 
 from __future__ import annotations
 
+import numbers
+
+import numpy as np
+
 from .. import tensor_tools as tt
 from ..templates import layer_template
-from .base import computational_layer
+from ..inputs.base import xml_num
+from .base import computational_layer, fmt
 
-__all__ = ["relu_", "relu"]
+__all__ = ["relu_", "relu", "prelu_", "prelu", "leaky_relu_", "leaky_relu", "sig_", "sig",
+           "mish_", "mish", "htan_", "htan", "clipped_relu_", "clipped_relu", "elu_", "elu",
+           "gelu_", "gelu", "smelu_", "smelu", "silu_", "silu"]
 
 
-class relu_(computational_layer):
+def as_float32(layer_name, name, value):
+    """A ``float`` constructor argument, rounded as dlib stores it (C++ float), validated."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{layer_name}: {name} must be a real number, got {value!r}")
+    value = float(np.float32(value))
+    if not np.isfinite(value):
+        raise ValueError(f"{layer_name}: {name} must be finite, got {value}")
+    return value
+
+
+def xml_matrix(t):
+    """A tensor printed as dlib prints ``mat(t)`` under ``net_to_xml`` (precision 9): one row
+    per sample, values separated by spaces (approximately dlib's matrix ``operator<<``)."""
+    rows = np.asarray(t, dtype=np.float64).reshape(t.num_samples(), -1)
+    return "".join(" ".join(xml_num(float(v)) for v in row) + " \n" for row in rows)
+
+
+class _identity_map:
+    """dlib's ``map_input_to_output`` / ``map_output_to_input`` for point-wise layers."""
+
+    def map_input_to_output(self, p):
+        return (float(p[0]), float(p[1]))
+
+    def map_output_to_input(self, p):
+        return (float(p[0]), float(p[1]))
+
+
+class _pointwise_inplace(computational_layer, _identity_map):
+    """Form C: ``tt.<op>(output, input[, arg])`` forward, ``tt.<op>_gradient(data_grad,
+    computed_output, gradient_input[, arg])`` backward (assign/add decided by the op)."""
+
+    backward_needs_output = True
+    _op = None          # the tt op name
+    _arg = None         # attribute passed as the op's scalar argument, if any
+
+    def _args(self):
+        return () if self._arg is None else (getattr(self, self._arg),)
+
+    def forward_inplace(self, input, output):
+        getattr(tt, self._op)(output, input, *self._args())
+
+    def backward_inplace(self, computed_output, gradient_input, data_grad, params_grad):
+        getattr(tt, self._op + "_gradient")(data_grad, computed_output, gradient_input, *self._args())
+
+
+class _pointwise_from_input(computational_layer, _identity_map):
+    """Form B: the gradient op takes the layer's INPUT, so the layer cannot run in place."""
+
+    _op = None
+
+    def forward(self, sub, output):
+        output.copy_size(sub.get_output())
+        getattr(tt, self._op)(output, sub.get_output())
+
+    def backward(self, gradient_input, sub, params_grad):
+        getattr(tt, self._op + "_gradient")(sub.get_gradient_input(), sub.get_output(), gradient_input)
+
+
+# ----------------------------------------------------------------------------------------
+
+class relu_(computational_layer, _identity_map):
     """``max(0, x)``; in place; ``disable()`` turns it into the identity."""
 
     backward_needs_output = True
@@ -19,6 +94,7 @@ class relu_(computational_layer):
         self.disabled = False
 
     def disable(self):
+        self.params.clear()
         self.disabled = True
 
     def is_disabled(self):
@@ -41,5 +117,187 @@ class relu_(computational_layer):
     def __repr__(self):
         return "relu\t (disabled)" if self.disabled else "relu"
 
+    def to_xml(self):
+        return "<relu disabled='true'/>\n" if self.disabled else "<relu/>\n"
+
+
+class prelu_(computational_layer, _identity_map):
+    """``x > 0 ? x : p*x`` with one learnable scalar ``p`` (params = ``(1,1,1,1)``, set to
+    ``initial_param_value`` by ``setup``). Form B: NOT in place (dlib's implementation)."""
+
+    def __init__(self, initial_param_value=0.25):
+        super().__init__()
+        self.initial_param_value = as_float32("prelu_", "initial_param_value", initial_param_value)
+
+    def get_initial_param_value(self):
+        return self.initial_param_value
+
+    def setup(self, sub):
+        self.params.set_size(1)
+        self.params.fill(self.initial_param_value)
+
+    def forward(self, sub, output):
+        output.copy_size(sub.get_output())
+        tt.prelu(output, sub.get_output(), self.params)
+
+    def backward(self, gradient_input, sub, params_grad):
+        tt.prelu_gradient(sub.get_gradient_input(), sub.get_output(), gradient_input,
+                          self.params, params_grad)
+
+    def __repr__(self):
+        return f"prelu\t (initial_param_value={fmt(self.initial_param_value)})"
+
+    def to_xml(self):
+        return (f"<prelu initial_param_value='{xml_num(self.initial_param_value)}'>\n"
+                + xml_matrix(self.params) + "</prelu>\n")
+
+
+class leaky_relu_(_pointwise_inplace):
+    """``x > 0 ? x : alpha*x``."""
+
+    _op, _arg = "leaky_relu", "alpha"
+
+    def __init__(self, alpha=0.01):
+        super().__init__()
+        self.alpha = as_float32("leaky_relu_", "alpha", alpha)
+
+    def get_alpha(self):
+        return self.alpha
+
+    def __repr__(self):
+        return f"leaky_relu\t(alpha={fmt(self.alpha)})"
+
+    def to_xml(self):
+        return f"<leaky_relu alpha='{xml_num(self.alpha)}'/>\n"
+
+
+class sig_(_pointwise_inplace):
+    """``1/(1+exp(-x))``."""
+
+    _op = "sigmoid"
+
+    def __repr__(self):
+        return "sig"
+
+    def to_xml(self):
+        return "<sig/>\n"
+
+
+class htan_(_pointwise_inplace):
+    """``tanh(x)``."""
+
+    _op = "tanh"
+
+    def __repr__(self):
+        return "htan"
+
+    def to_xml(self):
+        return "<htan/>\n"
+
+
+class clipped_relu_(_pointwise_inplace):
+    """``min(max(x, 0), ceiling)``."""
+
+    _op, _arg = "clipped_relu", "ceiling"
+
+    def __init__(self, ceiling=6.0):
+        super().__init__()
+        self.ceiling = as_float32("clipped_relu_", "ceiling", ceiling)
+
+    def get_ceiling(self):
+        return self.ceiling
+
+    def __repr__(self):
+        return f"clipped_relu\t(ceiling={fmt(self.ceiling)})"
+
+    def to_xml(self):
+        return f"<clipped_relu ceiling='{xml_num(self.ceiling)}'/>\n"
+
+
+class elu_(_pointwise_inplace):
+    """``x > 0 ? x : alpha*(exp(x)-1)``."""
+
+    _op, _arg = "elu", "alpha"
+
+    def __init__(self, alpha=1.0):
+        super().__init__()
+        self.alpha = as_float32("elu_", "alpha", alpha)
+
+    def get_alpha(self):
+        return self.alpha
+
+    def __repr__(self):
+        return f"elu\t (alpha={fmt(self.alpha)})"
+
+    def to_xml(self):
+        return f"<elu alpha='{xml_num(self.alpha)}'/>\n"
+
+
+class smelu_(_pointwise_inplace):
+    """Smooth ReLU: ``x >= beta ? x : x <= -beta ? 0 : (x+beta)^2/(4*beta)``; beta > 0."""
+
+    _op, _arg = "smelu", "beta"
+
+    def __init__(self, beta=1.0):
+        super().__init__()
+        self.beta = as_float32("smelu_", "beta", beta)
+        if not self.beta > 0:
+            raise ValueError(f"smelu_: beta must be > 0, got {self.beta}")
+
+    def get_beta(self):
+        return self.beta
+
+    def __repr__(self):
+        return f"smelu\t (beta={fmt(self.beta)})"
+
+    def to_xml(self):
+        return f"<smelu beta='{xml_num(self.beta)}'/>\n"
+
+
+class mish_(_pointwise_from_input):
+    """``x*tanh(softplus(x))``; dlib's derivative is clamped to 1 / 0 beyond +-8."""
+
+    _op = "mish"
+
+    def __repr__(self):
+        return "mish"
+
+    def to_xml(self):
+        return "<mish/>\n"
+
+
+class gelu_(_pointwise_from_input):
+    """``0.5*x*(1+erf(x/sqrt(2)))`` (exact erf)."""
+
+    _op = "gelu"
+
+    def __repr__(self):
+        return "gelu"
+
+    def to_xml(self):
+        return "<gelu/>\n"
+
+
+class silu_(_pointwise_from_input):
+    """``x*sigmoid(x)``."""
+
+    _op = "silu"
+
+    def __repr__(self):
+        return "silu"
+
+    def to_xml(self):
+        return "<silu/>\n"
+
 
 relu = layer_template("relu", relu_)
+prelu = layer_template("prelu", prelu_)
+leaky_relu = layer_template("leaky_relu", leaky_relu_)
+sig = layer_template("sig", sig_)
+mish = layer_template("mish", mish_)
+htan = layer_template("htan", htan_)
+clipped_relu = layer_template("clipped_relu", clipped_relu_)
+elu = layer_template("elu", elu_)
+gelu = layer_template("gelu", gelu_)
+smelu = layer_template("smelu", smelu_)
+silu = layer_template("silu", silu_)

@@ -102,6 +102,18 @@ class _conv_base(computational_layer, with_multipliers):
         if self.use_bias:
             tt.assign_conv_bias_gradient(self.biases(params_grad, self.filters.size()), gradient_input)
 
+    # dlib's coordinate maps (used by input_tensor_to_output_tensor): a filter centred on
+    # an input point; nr()//2 and nc()//2 are integer halves, as in dlib.
+    def _conv_map(self, p):
+        x, y = p
+        return ((x + self.padding_x_ - self.nc() // 2) / self._stride_x,
+                (y + self.padding_y_ - self.nr() // 2) / self._stride_y)
+
+    def _conv_unmap(self, p):
+        x, y = p
+        return (x * self._stride_x - self.padding_x_ + self.nc() // 2,
+                y * self._stride_y - self.padding_y_ + self.nr() // 2)
+
     def __repr__(self):
         name = type(self).__name__.rstrip("_")
         return (f"{name}\t (num_filters={self.num_filters_}, nr={self.nr()}, nc={self.nc()}, "
@@ -157,6 +169,13 @@ class con_(_conv_base):
     def relu_is_disabled(self):
         return not self.use_relu
 
+    def map_input_to_output(self, p):
+        """dlib's con_ map: ``((x + padding_x - nc//2) / stride_x, likewise y)``."""
+        return self._conv_map(p)
+
+    def map_output_to_input(self, p):
+        return self._conv_unmap(p)
+
     def setup(self, sub):
         x = sub.get_output()
         nr = self._nr or x.nr()
@@ -198,6 +217,13 @@ class cont_(_conv_base):
 
     def disable_bias(self):
         self.use_bias = False
+
+    def map_input_to_output(self, p):
+        """dlib's cont_ map: the inverse of con_'s (``x*stride_x - padding_x + nc//2``)."""
+        return self._conv_unmap(p)
+
+    def map_output_to_input(self, p):
+        return self._conv_map(p)
 
     def setup(self, sub):
         x = sub.get_output()

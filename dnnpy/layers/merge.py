@@ -1,3 +1,184 @@
-"""(being written)"""
+"""Layers that combine their input with the output of a tagged layer below:
+``add_prev_``, ``mult_prev_``, ``multm_prev_``, ``scale_`` and ``scale_prev_``.
 
-__all__ = []
+Each takes the tag as its constructor argument (a tag template: ``add_prev_(tag1)``);
+``add_prev[tag1, SUBNET]`` and the numbered aliases ``add_prev1[SUBNET]`` ..
+``add_prev10[SUBNET]`` build them. None has parameters; backward ADDS to the gradient
+inputs of both the subnet and the tagged layer.
+"""
+
+from __future__ import annotations
+
+from .. import tensor_tools as tt
+from ..core import layer
+from ..tensor import alias_tensor
+from ..templates import layer_template, tag_templates
+from .base import computational_layer
+
+__all__ = ["add_prev_", "mult_prev_", "multm_prev_", "scale_", "scale_prev_",
+           "add_prev", "mult_prev", "multm_prev", "scale", "scale_prev"]
+
+
+class _tag_merge(computational_layer):
+    """Holds the tag (``self.tag``, a tag template; ``self.id``, its number) and prints
+    ``<name><id>`` as dlib's ``operator<<`` does."""
+
+    _name = ""  # dlib's printed / xml name
+
+    def __init__(self, tag):
+        super().__init__()
+        if not any(tag is t for t in tag_templates):
+            raise TypeError(f"{type(self).__name__}: tag must be one of tag1..tag10, got {tag!r}")
+        self.id = tag.id
+
+    @property
+    def tag(self):
+        # looked up, not stored: copies of the layer (deepcopy) must keep the template itself
+        return tag_templates[self.id - 1]
+
+    def _tagged(self, sub):
+        return layer(sub, self.tag)
+
+    def __repr__(self):
+        return f"{self._name}{self.id}"
+
+    def to_xml(self):
+        return f"<{self._name} tag='{self.id}'/>\n"
+
+
+class _identity_map:
+    def map_input_to_output(self, p):
+        return tuple(p)
+
+    def map_output_to_input(self, p):
+        return tuple(p)
+
+
+def _max_dims(t1, t2):
+    return tuple(max(a, b) for a, b in zip(t1.shape, t2.shape))
+
+
+class add_prev_(_identity_map, _tag_merge):
+    """``output = sub + tagged``, zero-padded to the largest of each dimension."""
+
+    _name = "add_prev"
+
+    def forward(self, sub, output):
+        t1, t2 = sub.get_output(), self._tagged(sub).get_output()
+        output.set_size(*_max_dims(t1, t2))
+        tt.add(output, t1, t2)
+
+    def backward(self, gradient_input, sub, params_grad):
+        # each gradient is its own tensor plus the matching (cropped) part of gradient_input
+        g = sub.get_gradient_input()
+        tt.add(g, g, gradient_input)
+        g = self._tagged(sub).get_gradient_input()
+        tt.add(g, g, gradient_input)
+
+
+class mult_prev_(_identity_map, _tag_merge):
+    """``output = sub * tagged`` pointwise, zero-padded to the largest of each dimension."""
+
+    _name = "mult_prev"
+
+    def forward(self, sub, output):
+        t1, t2 = sub.get_output(), self._tagged(sub).get_output()
+        output.set_size(*_max_dims(t1, t2))
+        tt.multiply_zero_padded(False, output, t1, t2)
+
+    def backward(self, gradient_input, sub, params_grad):
+        t1, t2 = sub.get_output(), self._tagged(sub).get_output()
+        tt.multiply_zero_padded(True, sub.get_gradient_input(), t2, gradient_input)
+        tt.multiply_zero_padded(True, self._tagged(sub).get_gradient_input(), t1, gradient_input)
+
+
+class multm_prev_(_identity_map, _tag_merge):
+    """Per-(n, k) matrix product: ``output[n,k] = sub[n,k] @ tagged[n,k]``, shape
+    ``(N, k, sub.nr, tagged.nc)`` (``tt.gemm`` PLANE_WISE, with its matrix rules)."""
+
+    _name = "multm_prev"
+
+    def forward(self, sub, output):
+        t1, t2 = sub.get_output(), self._tagged(sub).get_output()
+        output.set_size(t1.num_samples(), t1.k(), t1.nr(), t2.nc())
+        try:
+            tt.gemm(0, output, 1, t1, False, t2, False, tt.PLANE_WISE)
+        except ValueError as e:
+            raise ValueError(f"multm_prev_: can't multiply the planes of the input{t1.shape} by those of "
+                             f"tag{self.id}'s output{t2.shape}: {e}") from None
+
+    def backward(self, gradient_input, sub, params_grad):
+        t1, t2 = sub.get_output(), self._tagged(sub).get_output()
+        tt.gemm(1, sub.get_gradient_input(), 1, gradient_input, False, t2, True, tt.PLANE_WISE)
+        tt.gemm(1, self._tagged(sub).get_gradient_input(), 1, t1, True, gradient_input, False, tt.PLANE_WISE)
+
+
+class _scale_base(_tag_merge):
+    """``OUT(n,k,r,c) = INPUT(n,k,r,c) * SCALES(n,k)``; the subclasses say which of the
+    subnet and the tagged layer is INPUT and which is SCALES ``(N, k, 1, 1)``.
+
+    ``reshape_scales`` / ``reshape_src`` are dlib's (serialized) views used by backward."""
+
+    def __init__(self, tag):
+        super().__init__(tag)
+        self.reshape_scales = alias_tensor()
+        self.reshape_src = alias_tensor()
+
+    def _roles(self, sub):
+        """(src node, scales node)."""
+        raise NotImplementedError
+
+    def forward(self, sub, output):
+        src_node, scales_node = self._roles(sub)
+        src, scales = src_node.get_output(), scales_node.get_output()
+        if scales.shape != (src.num_samples(), src.k(), 1, 1):
+            raise ValueError(f"{type(self).__name__}: the scales{scales.shape} must be "
+                             f"({src.num_samples()}, {src.k()}, 1, 1) for the scaled input{src.shape}")
+        output.copy_size(src)
+        tt.scale_channels(False, output, src, scales)
+
+    def backward(self, gradient_input, sub, params_grad):
+        src_node, scales_node = self._roles(sub)
+        src, scales = src_node.get_output(), scales_node.get_output()
+        tt.scale_channels(True, src_node.get_gradient_input(), gradient_input, scales)
+        if self.reshape_src.num_samples() != src.num_samples():
+            # dlib's condition (it compares num_samples with N*k): true on the first call
+            self.reshape_scales = alias_tensor(src.num_samples() * src.k())
+            self.reshape_src = alias_tensor(src.num_samples() * src.k(), src.nr() * src.nc())
+        sgrad = self.reshape_scales(scales_node.get_gradient_input())
+        tt.dot_prods(True, sgrad, self.reshape_src(src), self.reshape_src(gradient_input))
+
+
+class scale_(_scale_base):
+    """INPUT is the tagged layer's output, SCALES the subnet's output (dlib's ``scale_``,
+    as in squeeze-and-excitation blocks)."""
+
+    _name = "scale"
+
+    def _roles(self, sub):
+        return self._tagged(sub), sub
+
+
+class scale_prev_(_identity_map, _scale_base):
+    """INPUT is the subnet's output, SCALES the tagged layer's output."""
+
+    _name = "scale_prev"
+
+    def _roles(self, sub):
+        return sub, self._tagged(sub)
+
+
+add_prev = layer_template("add_prev", add_prev_)
+mult_prev = layer_template("mult_prev", mult_prev_)
+multm_prev = layer_template("multm_prev", multm_prev_)
+scale = layer_template("scale", scale_)
+scale_prev = layer_template("scale_prev", scale_prev_)
+
+# the numbered aliases: add_prev1 = add_prev<tag1, ...> ... scale_prev10
+for _base, _cls in (("add_prev", add_prev_), ("mult_prev", mult_prev_), ("multm_prev", multm_prev_),
+                    ("scale", scale_), ("scale_prev", scale_prev_)):
+    for _tag in tag_templates:
+        _alias = f"{_base}{_tag.id}"
+        globals()[_alias] = layer_template(_alias, _cls, tag=_tag)
+        __all__.append(_alias)
+del _base, _cls, _tag, _alias

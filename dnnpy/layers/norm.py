@@ -1,3 +1,267 @@
-"""(being written)"""
+"""Normalisation layers: batch norm ``bn_`` (templates ``bn_con``, ``bn_fc``), ``layer_norm_``
+and ``rms_norm_``.
 
-__all__ = []
+Each keeps its learnable parameters in one flat tensor, ``[gamma, beta]`` concatenated
+(``rms_norm_``: ``[gamma]``), reached through ``alias_tensor`` views (dlib's layout).
+Statistics follow dlib's *implementation*:
+
+* ``bn_``: with more than one sample, batch statistics (FC_MODE: per (k, r, c); CONV_MODE:
+  per channel) and a running average of them; with one sample, the running statistics
+  (inference). gamma/beta have the statistics' shape.
+* ``layer_norm_`` / ``rms_norm_``: statistics per sample over all k*nr*nc values, gamma
+  (and beta) per channel k (dlib's header describes other shapes; its code does this).
+"""
+
+from __future__ import annotations
+
+import numbers
+
+from .. import tensor_tools as tt
+from ..tensor import alias_tensor, resizable_tensor
+from ..templates import layer_template
+from .base import check_int, computational_layer, fmt, with_multipliers
+
+__all__ = ["CONV_MODE", "FC_MODE", "bn_", "bn_con", "bn_fc", "layer_norm_", "layer_norm",
+           "rms_norm_", "rms_norm", "DEFAULT_BATCH_NORM_EPS", "DEFAULT_LAYER_NORM_EPS",
+           "DEFAULT_RMS_NORM_EPS"]
+
+# dlib's layer_mode
+CONV_MODE = 0
+FC_MODE = 1
+
+DEFAULT_BATCH_NORM_EPS = 0.0001
+DEFAULT_LAYER_NORM_EPS = 1e-5
+DEFAULT_RMS_NORM_EPS = 1e-5
+
+
+def check_mode(layer_name, mode):
+    if isinstance(mode, bool) or mode not in (CONV_MODE, FC_MODE):
+        raise ValueError(f"{layer_name}: mode must be CONV_MODE (0) or FC_MODE (1), got {mode!r}")
+    return int(mode)
+
+
+def check_eps(layer_name, eps):
+    if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not eps > 0:
+        raise ValueError(f"{layer_name}: eps must be a number > 0, got {eps!r}")
+    return float(eps)
+
+
+def mat_str(t, precision=6):
+    """A tensor printed as dlib prints ``mat(t)``: ``num_samples`` rows of
+    ``size/num_samples`` values, each right-aligned to the widest and followed by a space."""
+    a = t.host_read().reshape(t.num_samples(), -1) if t.size() else None
+    if a is None:
+        return ""
+    cells = [[f"{float(v):.{precision}g}" for v in row] for row in a]
+    w = max(len(c) for row in cells for c in row)
+    return "".join("".join(c.rjust(w) + " " for c in row) + "\n" for row in cells)
+
+
+class _normalization(computational_layer, with_multipliers):
+    """What the three layers share: multipliers (lr 1, wd 0, bias lr 1, bias wd 1), eps,
+    identity point mapping."""
+
+    # dlib's defaults for every normalisation layer
+    weight_decay_multiplier = 0.0
+    bias_weight_decay_multiplier = 1.0
+
+    def __init__(self, eps):
+        super().__init__()
+        self.eps = check_eps(type(self).__name__, eps)
+
+    def get_eps(self):
+        return self.eps
+
+    def map_input_to_output(self, p):
+        return tuple(p)
+
+    def map_output_to_input(self, p):
+        return tuple(p)
+
+    def _xml_attrs(self):
+        return (f" learning_rate_mult='{fmt(self.learning_rate_multiplier)}'"
+                f" weight_decay_mult='{fmt(self.weight_decay_multiplier)}'"
+                f" bias_learning_rate_mult='{fmt(self.bias_learning_rate_multiplier)}'"
+                f" bias_weight_decay_mult='{fmt(self.bias_weight_decay_multiplier)}'")
+
+    def _check_input(self, x, want_k):
+        if x.k() != want_k:
+            raise ValueError(f"{type(self).__name__}: input{x.shape} has {x.k()} channels, but "
+                             f"the layer was set up for {want_k}")
+
+
+class bn_(_normalization):
+    """Batch normalisation (dlib's ``bn_<mode>``): ``bn_(mode, running_stats_window_size=100,
+    eps=1e-4)``.
+
+    Training (num_samples > 1): normalise with the batch statistics and update the running
+    ones with ``decay = 1 - num_updates/(num_updates + 1)``, then ``num_updates =
+    min(num_updates + 1, window)`` (an average over the last ~window batches); the running
+    variance is unbiased. Inference (num_samples == 1): normalise with the running
+    statistics. FC_MODE keeps one gamma/beta/statistic per (k, r, c), CONV_MODE per k.
+    """
+
+    def __init__(self, mode, running_stats_window_size=100, eps=DEFAULT_BATCH_NORM_EPS):
+        super().__init__(eps)
+        self.mode = check_mode("bn_", mode)
+        self.running_stats_window_size = check_int(
+            "bn_", "running_stats_window_size", running_stats_window_size, 1)
+        self.num_updates = 0
+        self.gamma = alias_tensor()
+        self.beta = alias_tensor()
+        self.means = resizable_tensor()
+        self.invstds = resizable_tensor()
+        self.running_means = resizable_tensor()
+        self.running_variances = resizable_tensor()
+
+    def get_mode(self):
+        return self.mode
+
+    def get_running_stats_window_size(self):
+        return self.running_stats_window_size
+
+    def set_running_stats_window_size(self, new_window_size):
+        self.running_stats_window_size = check_int(
+            "bn_", "running_stats_window_size", new_window_size, 1)
+
+    def setup(self, sub):
+        x = sub.get_output()
+        if self.mode == FC_MODE:
+            self.gamma = alias_tensor(1, x.k(), x.nr(), x.nc())
+        else:
+            self.gamma = alias_tensor(1, x.k())
+        self.beta = self.gamma
+        self.params.set_size(self.gamma.size() + self.beta.size())
+        self.gamma(self.params, 0).fill(1)
+        self.beta(self.params, self.gamma.size()).fill(0)
+        self.running_means.copy_size(self.gamma(self.params, 0)).fill(0)
+        self.running_variances.copy_size(self.gamma(self.params, 0)).fill(1)
+        self.num_updates = 0
+
+    def _check(self, x):
+        want = self.gamma.shape[1:]
+        got = x.shape[1:] if self.mode == FC_MODE else (x.k(), 1, 1)
+        if got != want:
+            raise ValueError(f"bn_: input{x.shape} does not match the layer's "
+                             f"{'(k, nr, nc)' if self.mode == FC_MODE else 'k'} = {want} from setup")
+
+    def forward(self, sub, output):
+        x = sub.get_output()
+        self._check(x)
+        g = self.gamma(self.params, 0)
+        b = self.beta(self.params, self.gamma.size())
+        if x.num_samples() > 1:
+            decay = 1.0 - self.num_updates / (self.num_updates + 1.0)
+            self.num_updates = min(self.num_updates + 1, self.running_stats_window_size)
+            op = tt.batch_normalize if self.mode == FC_MODE else tt.batch_normalize_conv
+            op(self.eps, output, self.means, self.invstds, decay, self.running_means,
+               self.running_variances, x, g, b)
+        else:  # one sample: inference with the running statistics
+            op = (tt.batch_normalize_inference if self.mode == FC_MODE
+                  else tt.batch_normalize_conv_inference)
+            op(self.eps, output, x, g, b, self.running_means, self.running_variances)
+
+    def backward(self, gradient_input, sub, params_grad):
+        g = self.gamma(self.params, 0)
+        g_grad = self.gamma(params_grad, 0)
+        b_grad = self.beta(params_grad, self.gamma.size())
+        op = (tt.batch_normalize_gradient if self.mode == FC_MODE
+              else tt.batch_normalize_conv_gradient)
+        op(self.eps, gradient_input, self.means, self.invstds, sub.get_output(), g,
+           sub.get_gradient_input(), g_grad, b_grad)
+
+    def _name(self):
+        return "bn_con" if self.mode == CONV_MODE else "bn_fc"
+
+    def __repr__(self):
+        # dlib pads the name to 8 characters ("bn_con  " / "bn_fc   ")
+        return (f"{self._name():<8} eps={fmt(self.eps)}"
+                f" running_stats_window_size={self.running_stats_window_size}"
+                + self._multipliers_str())
+
+    def to_xml(self):
+        return (f"<{self._name()} eps='{fmt(self.eps)}'"
+                f" running_stats_window_size='{self.running_stats_window_size}'"
+                + self._xml_attrs() + ">\n" + mat_str(self.params) + f"</{self._name()}>\n")
+
+
+class layer_norm_(_normalization):
+    """Layer normalisation (dlib's implementation): per sample, mean and variance over all
+    k*nr*nc values; ``out = (x - mean)*invstd*gamma[k] + beta[k]``. Params ``[gamma,
+    beta]``, each ``(1, k)``, initialised to 1 and 0."""
+
+    def __init__(self, eps=DEFAULT_LAYER_NORM_EPS):
+        super().__init__(eps)
+        self.gamma = alias_tensor()
+        self.beta = alias_tensor()
+        self.means = resizable_tensor()
+        self.invstds = resizable_tensor()
+        self.dmeans = resizable_tensor()
+        self.dvars = resizable_tensor()
+
+    def setup(self, sub):
+        self.gamma = alias_tensor(1, sub.get_output().k())
+        self.beta = self.gamma
+        self.params.set_size(self.gamma.size() + self.beta.size())
+        self.gamma(self.params, 0).fill(1)
+        self.beta(self.params, self.gamma.size()).fill(0)
+
+    def forward(self, sub, output):
+        x = sub.get_output()
+        self._check_input(x, self.gamma.k())
+        tt.layer_normalize(self.eps, output, self.means, self.invstds, x,
+                           self.gamma(self.params, 0), self.beta(self.params, self.gamma.size()))
+
+    def backward(self, gradient_input, sub, params_grad):
+        tt.layer_normalize_gradient(
+            self.eps, gradient_input, self.means, self.invstds, sub.get_output(),
+            self.gamma(self.params, 0), sub.get_gradient_input(), self.gamma(params_grad, 0),
+            self.beta(params_grad, self.gamma.size()), self.dmeans, self.dvars)
+
+    def __repr__(self):
+        return f"layer_norm eps={fmt(self.eps)}" + self._multipliers_str()
+
+    def to_xml(self):
+        return (f"<layer_norm eps='{fmt(self.eps)}'" + self._xml_attrs() + ">\n"
+                + mat_str(self.params) + "</layer_norm>\n")
+
+
+class rms_norm_(_normalization):
+    """RMS normalisation (dlib's implementation): ``scale[n] = 1/sqrt(mean(x[n]**2) + eps)``
+    over all k*nr*nc values of a sample; ``out = x*scale[n]*gamma[k]``. Params ``[gamma]``,
+    ``(1, k)``, initialised to 1 (the bias multipliers exist, as in dlib, but there is no
+    bias)."""
+
+    def __init__(self, eps=DEFAULT_RMS_NORM_EPS):
+        super().__init__(eps)
+        self.gamma = alias_tensor()
+        self.scale = resizable_tensor()
+        self.dscale = resizable_tensor()
+
+    def setup(self, sub):
+        self.gamma = alias_tensor(1, sub.get_output().k())
+        self.params.set_size(self.gamma.size())
+        self.gamma(self.params, 0).fill(1)
+
+    def forward(self, sub, output):
+        x = sub.get_output()
+        self._check_input(x, self.gamma.k())
+        tt.rms_normalize(self.eps, output, self.scale, x, self.gamma(self.params, 0))
+
+    def backward(self, gradient_input, sub, params_grad):
+        tt.rms_normalize_gradient(gradient_input, self.scale, sub.get_output(),
+                                  self.gamma(self.params, 0), sub.get_gradient_input(),
+                                  self.gamma(params_grad, 0), self.dscale)
+
+    def __repr__(self):
+        return f"rms_norm (eps={fmt(self.eps)})" + self._multipliers_str()
+
+    def to_xml(self):
+        return (f"<rms_norm eps='{fmt(self.eps)}'" + self._xml_attrs() + ">\n"
+                + mat_str(self.params) + "</rms_norm>\n")
+
+
+bn_con = layer_template("bn_con", bn_, mode=CONV_MODE)
+bn_fc = layer_template("bn_fc", bn_, mode=FC_MODE)
+layer_norm = layer_template("layer_norm", layer_norm_)
+rms_norm = layer_template("rms_norm", rms_norm_)

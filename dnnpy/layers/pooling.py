@@ -1,3 +1,131 @@
-"""(being written)"""
+"""Pooling layers: ``max_pool_`` and ``avg_pool_`` (dlib's layers.h), both driving
+``tt.pooling``.
 
-__all__ = []
+The window of output pixel ``(r, c)`` starts at input pixel ``(r*stride_y - padding_y,
+c*stride_x - padding_x)`` and is clipped to the image: padding never wins a max and is not
+counted in a mean. ``nr``/``nc`` 0 makes the window span the whole input in that direction
+(``max_pool_everything`` / ``avg_pool_everything``). Padding defaults to ``nr//2`` for
+stride 1, else 0, as in dlib.
+"""
+
+from __future__ import annotations
+
+from .. import tensor_tools as tt
+from ..templates import layer_template
+from .base import check_int, computational_layer
+
+__all__ = ["max_pool_", "avg_pool_", "max_pool", "avg_pool", "max_pool_everything",
+           "avg_pool_everything"]
+
+
+class _pool_base(computational_layer):
+    """What max_pool_ and avg_pool_ share (dlib form A: backward reads the output)."""
+
+    backward_needs_output = True
+    _kind = ""
+
+    def __init__(self, nr, nc, stride_y, stride_x, padding_y=None, padding_x=None):
+        super().__init__()
+        name = type(self).__name__
+        self._nr = check_int(name, "nr", nr, 0)
+        self._nc = check_int(name, "nc", nc, 0)
+        self._stride_y = check_int(name, "stride_y", stride_y, 1)
+        self._stride_x = check_int(name, "stride_x", stride_x, 1)
+        if padding_y is None:
+            padding_y = 0 if self._stride_y != 1 else self._nr // 2
+        if padding_x is None:
+            padding_x = 0 if self._stride_x != 1 else self._nc // 2
+        self.padding_y_ = check_int(name, "padding_y", padding_y, 0)
+        self.padding_x_ = check_int(name, "padding_x", padding_x, 0)
+        for axis, pad, size in (("y", self.padding_y_, self._nr), ("x", self.padding_x_, self._nc)):
+            if size == 0 and pad != 0:
+                raise ValueError(f"{name}: padding_{axis} must be 0 when the window spans the whole "
+                                 f"input, got {pad}")
+            if size != 0 and pad >= size:
+                raise ValueError(f"{name}: padding_{axis}={pad} must be smaller than the window "
+                                 f"size {size}")
+        self._pool = tt.pooling()
+
+    # dlib's accessors
+    def nr(self):
+        return self._nr
+
+    def nc(self):
+        return self._nc
+
+    def stride_y(self):
+        return self._stride_y
+
+    def stride_x(self):
+        return self._stride_x
+
+    def padding_y(self):
+        return self.padding_y_
+
+    def padding_x(self):
+        return self.padding_x_
+
+    def _setup_pool(self, x):
+        args = (self._nr or x.nr(), self._nc or x.nc(), self._stride_y, self._stride_x,
+                self.padding_y_, self.padding_x_)
+        if self._kind == "max":
+            self._pool.setup_max_pooling(*args)
+        else:
+            self._pool.setup_avg_pooling(*args)
+
+    def forward(self, sub, output):
+        x = sub.get_output()
+        self._setup_pool(x)
+        try:
+            self._pool(output, x)
+        except ValueError as e:
+            raise ValueError(f"{self!r}: {e}") from None
+
+    def backward(self, computed_output, gradient_input, sub, params_grad):
+        x = sub.get_output()
+        self._setup_pool(x)
+        self._pool.get_gradient(gradient_input, computed_output, x, sub.get_gradient_input())
+
+    def map_input_to_output(self, p):
+        # dlib: integer nc()/2, then a double division by the stride
+        x, y = p
+        return ((x + self.padding_x_ - self._nc // 2) / self._stride_x,
+                (y + self.padding_y_ - self._nr // 2) / self._stride_y)
+
+    def map_output_to_input(self, p):
+        x, y = p
+        return (x * self._stride_x - self.padding_x_ + self._nc // 2,
+                y * self._stride_y - self.padding_y_ + self._nr // 2)
+
+    def __deepcopy__(self, memo):
+        # dlib's copy constructor: the tt.pooling object is not copied (setup redoes it)
+        return type(self)(self._nr, self._nc, self._stride_y, self._stride_x,
+                          self.padding_y_, self.padding_x_)
+
+    def __repr__(self):
+        return (f"{self._kind}_pool (nr={self._nr}, nc={self._nc}, stride_y={self._stride_y}, "
+                f"stride_x={self._stride_x}, padding_y={self.padding_y_}, padding_x={self.padding_x_})")
+
+    def to_xml(self):
+        return (f"<{self._kind}_pool nr='{self._nr}' nc='{self._nc}' stride_y='{self._stride_y}' "
+                f"stride_x='{self._stride_x}' padding_y='{self.padding_y_}' "
+                f"padding_x='{self.padding_x_}'/>\n")
+
+
+class max_pool_(_pool_base):
+    """Max over each ``nr x nc`` window (clipped to the image); ties go to the first pixel
+    in row-major order."""
+
+    _kind = "max"
+
+
+class avg_pool_(_pool_base):
+    """Mean over each ``nr x nc`` window clipped to the image (padding is not counted)."""
+
+    _kind = "avg"
+
+
+max_pool = layer_template("max_pool", max_pool_)
+avg_pool = layer_template("avg_pool", avg_pool_)
+max_pool_everything = layer_template("max_pool_everything", max_pool_, nr=0, nc=0, stride_y=1, stride_x=1)
+avg_pool_everything = layer_template("avg_pool_everything", avg_pool_, nr=0, nc=0, stride_y=1, stride_x=1)

@@ -1,3 +1,273 @@
-"""(being written)"""
+"""Resampling and reshaping layers: ``upsample_``, ``resize_to_``, ``reshape_to_`` (and its
+``flatten`` alias) and ``resize_prev_to_tagged_``.
 
-__all__ = []
+Resampling is ``tt.resize_bilinear`` (align corners, as dlib); its gradient ADDS to the
+subnet's gradient. None of these layers has parameters.
+"""
+
+from __future__ import annotations
+
+import copy
+import numbers
+
+from .. import tensor_tools as tt
+from ..tensor import alias_tensor
+from ..templates import _template, layer_template
+from .base import check_int, computational_layer
+
+__all__ = ["upsample_", "resize_to_", "reshape_to_", "resize_prev_to_tagged_", "upsample",
+           "resize_to", "reshape_to", "flatten", "resize_prev_to_tagged"]
+
+
+class upsample_(computational_layer):
+    """Bilinear upsampling to ``(scale_y*nr, scale_x*nc)``. ``scale_x`` defaults to
+    ``scale_y`` (dlib's ``upsample<scale>`` is ``upsample_<scale, scale>``)."""
+
+    def __init__(self, scale_y, scale_x=None):
+        super().__init__()
+        self.scale_y = check_int("upsample_", "scale_y", scale_y, 1)
+        self.scale_x = check_int("upsample_", "scale_x", self.scale_y if scale_x is None else scale_x, 1)
+
+    def forward(self, sub, output):
+        x = sub.get_output()
+        output.set_size(x.num_samples(), x.k(), self.scale_y * x.nr(), self.scale_x * x.nc())
+        tt.resize_bilinear(output, x)
+
+    def backward(self, gradient_input, sub, params_grad):
+        tt.resize_bilinear_gradient(sub.get_gradient_input(), gradient_input)
+
+    def map_input_to_output(self, p):
+        return (p[0] * self.scale_x, p[1] * self.scale_y)
+
+    def map_output_to_input(self, p):
+        return (p[0] / self.scale_x, p[1] / self.scale_y)
+
+    def __repr__(self):
+        return f"upsample\t (scale_y={self.scale_y}, scale_x={self.scale_x})"
+
+    def to_xml(self):
+        return f"<upsample scale_y='{self.scale_y}' scale_x='{self.scale_x}'/>\n"
+
+
+class resize_to_(computational_layer):
+    """Bilinear resize of every plane to ``NR x NC``; ``scale_y = NR / in.nr`` and
+    ``scale_x = NC / in.nc`` are recorded by each forward (dlib serializes them)."""
+
+    def __init__(self, NR, NC):
+        super().__init__()
+        self.NR = check_int("resize_to_", "NR", NR, 1)
+        self.NC = check_int("resize_to_", "NC", NC, 1)
+        # dlib leaves these uninitialised until the first forward; 1 keeps the maps harmless
+        self.scale_y = 1.0
+        self.scale_x = 1.0
+
+    def forward(self, sub, output):
+        x = sub.get_output()
+        self.scale_y = self.NR / x.nr()
+        self.scale_x = self.NC / x.nc()
+        output.set_size(x.num_samples(), x.k(), self.NR, self.NC)
+        tt.resize_bilinear(output, x)
+
+    def backward(self, gradient_input, sub, params_grad):
+        tt.resize_bilinear_gradient(sub.get_gradient_input(), gradient_input)
+
+    def map_input_to_output(self, p):
+        return (p[0] * self.scale_x, p[1] * self.scale_y)
+
+    def map_output_to_input(self, p):
+        return (p[0] / self.scale_x, p[1] / self.scale_y)
+
+    def __repr__(self):
+        return f"resize_to (nr={self.NR}, nc={self.NC})"
+
+    def to_xml(self):
+        return f"<resize_to nr='{self.NR}' nc='{self.NC}'/>\n"
+
+
+def _check_dim(name, value):
+    value = check_int("reshape_to_", name, value)
+    if value != -1 and value <= 0:
+        raise ValueError(f"reshape_to_: {name} must be positive or -1 (keep), got {value}")
+    return value
+
+
+class reshape_to_(computational_layer):
+    """Reshape each sample to ``(k, nr, nc)``; -1 keeps the input's dimension.
+
+    ``setup`` decides the mode from the first input: a pure reshape (a copy in memory order)
+    when the element counts agree; otherwise, if k is unchanged, a bilinear spatial rescale
+    to ``nr x nc``; anything else is an error.
+    """
+
+    def __init__(self, k=-1, nr=-1, nc=-1):
+        super().__init__()
+        self.k_ = _check_dim("k", k)
+        self.nr_ = _check_dim("nr", nr)
+        self.nc_ = _check_dim("nc", nc)
+        self.output_k, self.output_nr, self.output_nc = self.k_, self.nr_, self.nc_
+        self.input_k = self.input_nr = self.input_nc = 0
+        self.needs_rescale = False
+
+    # dlib's accessors
+    def get_output_k(self):
+        return self.output_k
+
+    def get_output_nr(self):
+        return self.output_nr
+
+    def get_output_nc(self):
+        return self.output_nc
+
+    def set_output_k(self, k):
+        self.output_k = _check_dim("k", k)
+
+    def set_output_nr(self, nr):
+        self.output_nr = _check_dim("nr", nr)
+
+    def set_output_nc(self, nc):
+        self.output_nc = _check_dim("nc", nc)
+
+    def setup(self, sub):
+        x = sub.get_output()
+        self.input_k, self.input_nr, self.input_nc = x.k(), x.nr(), x.nc()
+        # dlib fills in -1 from the *template* arguments, so set_output_*(-1) stays -1
+        if self.k_ == -1:
+            self.output_k = self.input_k
+        if self.nr_ == -1:
+            self.output_nr = self.input_nr
+        if self.nc_ == -1:
+            self.output_nc = self.input_nc
+        n_in = self.input_k * self.input_nr * self.input_nc
+        n_out = self.output_k * self.output_nr * self.output_nc
+        if n_in != n_out and self.input_k == self.output_k:
+            self.needs_rescale = True
+        if n_in != n_out and not self.needs_rescale:
+            raise ValueError(f"reshape_to_: cannot reshape {n_in} elements (input{x.shape}) into "
+                             f"(k={self.output_k}, nr={self.output_nr}, nc={self.output_nc}) = "
+                             f"{n_out} elements; a spatial rescale needs the same k")
+
+    def _out_shape(self, n):
+        return (n, self.output_k, self.output_nr, self.output_nc)
+
+    def forward(self, sub, output):
+        x = sub.get_output()
+        output.set_size(*self._out_shape(x.num_samples()))
+        if self.needs_rescale:
+            tt.resize_bilinear(output, x)
+            return
+        if x.size() != output.size():
+            raise ValueError(f"reshape_to_: input{x.shape} does not have the "
+                             f"{output.size()} elements of the output{output.shape}")
+        view = alias_tensor(*output.shape)(x, 0)
+        tt.copy_tensor(False, output, 0, view, 0, view.k())
+
+    def backward(self, gradient_input, sub, params_grad):
+        grad = sub.get_gradient_input()
+        if self.needs_rescale:
+            tt.resize_bilinear_gradient(grad, gradient_input)
+            return
+        view = alias_tensor(*grad.shape)(gradient_input, 0)
+        tt.copy_tensor(True, grad, 0, view, 0, grad.k())
+
+    def map_input_to_output(self, p):
+        return (p[0] * (self.output_nc / self.input_nc), p[1] * (self.output_nr / self.input_nr))
+
+    def map_output_to_input(self, p):
+        return (p[0] * (self.input_nc / self.output_nc), p[1] * (self.input_nr / self.output_nr))
+
+    def _mode(self):
+        return "spatial_rescale" if self.needs_rescale else "pure_reshape"
+
+    def __repr__(self):
+        return (f"reshape_to (k={self.output_k}, nr={self.output_nr}, nc={self.output_nc}, "
+                f"mode={self._mode()})")
+
+    def to_xml(self):
+        return (f"<reshape_to k='{self.output_k}' nr='{self.output_nr}' nc='{self.output_nc}' "
+                f"mode='{self._mode()}'/>\n")
+
+
+def _flatten(k, nr, nc):
+    """dlib's ``flatten<k, nr, nc>`` is ``reshape_to_<k*nr*nc, 1, 1>``: its arguments are
+    the input's dimensions, the output is one ``k*nr*nc`` channel vector per sample."""
+    for name, v in (("k", k), ("nr", nr), ("nc", nc)):
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+            raise TypeError(f"flatten: {name} must be an integer, got {v!r}")
+    return reshape_to_(int(k) * int(nr) * int(nc), 1, 1)
+
+
+def _check_tag(layer_name, tag):
+    """The tag template a merge-like layer reads (``tag1``, ``itag0``, ...)."""
+    from ..core import add_tag_layer
+
+    if not (isinstance(tag, _template) and getattr(tag, "node_cls", None) is add_tag_layer):
+        raise TypeError(f"{layer_name}: expected a tag template (tag1, tag2, ...), got {tag!r}")
+    return tag
+
+
+class _keeps_tags:
+    """Deep copies share the tag templates (``layer(sub, tag)`` matches them by identity)."""
+
+    def __deepcopy__(self, memo):
+        for t in self._tag_list():
+            memo[id(t)] = t
+        new = object.__new__(type(self))
+        for name, value in self.__dict__.items():
+            setattr(new, name, copy.deepcopy(value, memo))
+        return new
+
+
+class resize_prev_to_tagged_(_keeps_tags, computational_layer):
+    """Bilinear-resize the subnet's output to the tagged layer's ``nr x nc`` (a plain copy
+    when they already agree); k and num_samples are the subnet's."""
+
+    def __init__(self, tag):
+        super().__init__()
+        self.tag = _check_tag("resize_prev_to_tagged_", tag)
+
+    @property
+    def id(self):
+        return self.tag.id
+
+    def _tag_list(self):
+        return (self.tag,)
+
+    def forward(self, sub, output):
+        from ..core import layer
+
+        prev = sub.get_output()
+        tagged = layer(sub, self.tag).get_output()
+        if prev.num_samples() != tagged.num_samples():
+            raise ValueError(f"resize_prev_to_tagged_: the subnet's output{prev.shape} and "
+                             f"{self.tag.name}'s output{tagged.shape} differ in num_samples")
+        output.set_size(prev.num_samples(), prev.k(), tagged.nr(), tagged.nc())
+        if prev.shape[2:] == tagged.shape[2:]:
+            tt.copy_tensor(False, output, 0, prev, 0, prev.k())
+        else:
+            tt.resize_bilinear(output, prev)
+
+    def backward(self, gradient_input, sub, params_grad):
+        grad = sub.get_gradient_input()
+        if grad.shape[2:] == gradient_input.shape[2:]:
+            tt.copy_tensor(True, grad, 0, gradient_input, 0, grad.k())
+        else:
+            tt.resize_bilinear_gradient(grad, gradient_input)
+
+    def map_input_to_output(self, p):
+        return tuple(p)
+
+    def map_output_to_input(self, p):
+        return tuple(p)
+
+    def __repr__(self):
+        return f"resize_prev_to_tagged{self.id}"
+
+    def to_xml(self):
+        return f"<resize_prev_to_tagged tag='{self.id}'/>\n"
+
+
+upsample = layer_template("upsample", upsample_)
+resize_to = layer_template("resize_to", resize_to_)
+reshape_to = layer_template("reshape_to", reshape_to_)
+flatten = layer_template("flatten", _flatten)
+resize_prev_to_tagged = layer_template("resize_prev_to_tagged", resize_prev_to_tagged_)

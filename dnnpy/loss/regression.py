@@ -1,52 +1,237 @@
-"""Regression losses (mean squared family, epsilon-insensitive, dot)."""
+"""Regression losses (dlib loss.h): the mean squared family, epsilon-insensitive and dot.
+
+Every loss: ``compute_loss_value_and_gradient(x, labels, sub)`` returns the mini-batch mean
+loss (accumulated in float64) and ASSIGNS its gradient to ``sub.get_gradient_input()``,
+computed in the output's dtype in dlib's order of operations (``double * float`` products
+are formed in float64, then rounded); ``to_label(x, sub)`` returns one label per sample.
+All need a sample expansion factor of 1.
+
+dlib quirk kept: the mean squared losses report ``mean((y - out)^2)`` but write
+``(out - y)/N``, half of its derivative (check them with ``test_loss(..., gradient_scale=0.5)``).
+"""
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
-from ..layers.base import check_int
+from ..layers.base import check_int, fmt
 from ..templates import loss_template
+from ._logistic import check_label_count, check_output_dims, check_subnet, float_labels
 from .base import loss_layer
 
-__all__ = ["loss_mean_squared_per_channel_and_pixel_", "loss_mean_squared_per_channel_and_pixel"]
+__all__ = ["loss_mean_squared_", "loss_mean_squared",
+           "loss_mean_squared_multioutput_", "loss_mean_squared_multioutput",
+           "loss_epsilon_insensitive_", "loss_epsilon_insensitive",
+           "loss_dot_", "loss_dot",
+           "loss_mean_squared_per_channel_and_pixel_", "loss_mean_squared_per_channel_and_pixel"]
+
+_F64 = np.float64
 
 
-class loss_mean_squared_per_channel_and_pixel_(loss_layer):
+def xml_num(x) -> str:
+    """A number as dlib's ``to_xml`` prints it: ``net_to_xml`` sets stream precision 9."""
+    return f"{x:.9g}"
+
+
+def prepare(name, x, sub, labels, **dims):
+    """dlib's checks (sample expansion factor 1, one label per sample, output dims) ->
+    ``(output tensor, labels as a list/array, output as a host array)``."""
+    out = check_subnet(name, x, sub)
+    check_output_dims(name, out, **dims)
+    labels = check_label_count(name, out, labels) if labels is not None else None
+    return out, labels, out.host_read()
+
+
+def assign_gradient(sub, values):
+    """ASSIGN the loss gradient (all of it, zeros included) to the subnet's gradient input."""
+    grad = sub.get_gradient_input()
+    grad.host_write_only()[...] = np.asarray(values).reshape(grad.shape)
+
+
+def squared_error(y, o, scale):
+    """dlib's mean-squared step on arrays: ``temp1 = y - o`` (float), ``temp2 = scale*temp1``
+    (double, rounded to float); returns (loss = sum of the float products temp2*temp1 in
+    float64, gradient = -temp2)."""
+    temp1 = y - o
+    temp2 = (temp1.astype(_F64) * scale).astype(o.dtype)
+    return float(np.sum((temp2 * temp1).astype(_F64))), -temp2
+
+
+class _fieldless_loss(loss_layer):
+    """repr / to_xml of a loss without fields: dlib prints its name without the ``_``."""
+
+    _printed = ""
+
+    def __repr__(self):
+        return self._printed
+
+    def to_xml(self):
+        return f"<{self._printed}/>\n"
+
+
+# ----------------------------------------------------------------------------------------
+
+class loss_mean_squared_(_fieldless_loss):
+    """Scalar regression on ``(N, 1, 1, 1)`` outputs; labels are numbers. Loss
+    ``mean((y - out)^2)``; gradient written ``(out - y)/N`` (half of its derivative, as dlib)."""
+
+    _printed = "loss_mean_squared"
+
+    def to_label(self, x, sub):
+        _, _, o = prepare("loss_mean_squared_", x, sub, None, k=1, nr=1, nc=1)
+        return [float(v) for v in o.reshape(-1)]
+
+    def compute_loss_value_and_gradient(self, x, labels, sub):
+        name = "loss_mean_squared_"
+        out, labels, o = prepare(name, x, sub, labels, k=1, nr=1, nc=1)
+        y = float_labels(name, labels).astype(o.dtype)
+        loss, grad = squared_error(y, o.reshape(-1), 1.0 / out.num_samples())
+        assign_gradient(sub, grad)
+        return loss
+
+
+loss_mean_squared = loss_template("loss_mean_squared", loss_mean_squared_)
+
+
+class loss_mean_squared_multioutput_(_fieldless_loss):
+    """Vector regression on ``(N, k, 1, 1)`` outputs; labels are k-vectors (shape ``(k,)`` or
+    dlib's ``(k, 1)``). Loss ``sum over samples and k of (y - out)^2 / N``; gradient written
+    ``(out - y)/N`` (half of its derivative, as dlib)."""
+
+    _printed = "loss_mean_squared_multioutput"
+
+    def to_label(self, x, sub):
+        _, _, o = prepare("loss_mean_squared_multioutput_", x, sub, None, nr=1, nc=1)
+        return [row.copy() for row in o.reshape(o.shape[0], -1)]
+
+    def compute_loss_value_and_gradient(self, x, labels, sub):
+        name = "loss_mean_squared_multioutput_"
+        out, labels, o = prepare(name, x, sub, labels, nr=1, nc=1)
+        k = out.k()
+        labels = [np.asarray(t).reshape(-1) if np.shape(t) == (k, 1) else t for t in labels]
+        y = float_labels(name, labels, (k,)).astype(o.dtype)
+        loss, grad = squared_error(y, o.reshape(y.shape), 1.0 / out.num_samples())
+        assign_gradient(sub, grad)
+        return loss
+
+
+loss_mean_squared_multioutput = loss_template("loss_mean_squared_multioutput",
+                                              loss_mean_squared_multioutput_)
+
+
+class loss_epsilon_insensitive_(loss_layer):
+    """Scalar regression on ``(N, 1, 1, 1)`` outputs ignoring errors up to ``eps``. With
+    ``err = out - y`` (float, compared with the double ``eps``): ``err > eps`` adds
+    ``(err - eps)/N`` to the loss and writes gradient ``1/N``; ``err < -eps`` adds
+    ``(eps - err)/N`` and writes ``-1/N``; otherwise 0.
+
+    dlib quirk kept: below the tube dlib's implementation adds ``eps - err = eps + |err|``
+    (its documentation says ``max(0, |err| - eps)``); the gradient is the same either way."""
+
+    def __init__(self, eps=1.0):
+        self.eps = self._check_eps(eps)
+
+    @staticmethod
+    def _check_eps(eps):
+        if isinstance(eps, (bool, np.bool_)) or not isinstance(eps, numbers.Real):
+            raise TypeError(f"loss_epsilon_insensitive_: eps must be a number, got {eps!r}")
+        if not eps >= 0:
+            raise ValueError(f"loss_epsilon_insensitive_: you can't set a negative error epsilon, got {eps!r}")
+        return float(eps)
+
+    def get_epsilon(self):
+        return self.eps
+
+    def set_epsilon(self, e):
+        self.eps = self._check_eps(e)
+
+    def to_label(self, x, sub):
+        _, _, o = prepare("loss_epsilon_insensitive_", x, sub, None, k=1, nr=1, nc=1)
+        return [float(v) for v in o.reshape(-1)]
+
+    def compute_loss_value_and_gradient(self, x, labels, sub):
+        name = "loss_epsilon_insensitive_"
+        out, labels, o = prepare(name, x, sub, labels, k=1, nr=1, nc=1)
+        o = o.reshape(-1)
+        err = (o - float_labels(name, labels).astype(o.dtype)).astype(_F64)  # float err, double compares
+        scale = 1.0 / out.num_samples()
+        above, below = err > self.eps, err < -self.eps
+        loss = float(np.sum(scale * (err[above] - self.eps)) + np.sum(scale * (self.eps - err[below])))
+        assign_gradient(sub, np.where(above, scale, np.where(below, -scale, 0.0)).astype(o.dtype))
+        return loss
+
+    def __repr__(self):
+        return f"loss_epsilon_insensitive epsilon: {fmt(self.eps)}"
+
+    def to_xml(self):
+        return f"<loss_epsilon_insensitive_ epsilon='{xml_num(self.eps)}'/>\n"
+
+
+loss_epsilon_insensitive = loss_template("loss_epsilon_insensitive", loss_epsilon_insensitive_)
+
+
+class loss_dot_(_fieldless_loss):
+    """Negative dot product: each sample's output (any ``k, nr, nc``, flattened to
+    ``D = k*nr*nc``) against a D-vector label. Loss ``-mean_n(dot(out_n, y_n))``, gradient
+    ``-y/N``. ``to_label`` returns each sample's output as a D-vector."""
+
+    _printed = "loss_dot"
+
+    def to_label(self, x, sub):
+        _, _, o = prepare("loss_dot_", x, sub, None)
+        return [row.copy() for row in o.reshape(o.shape[0], -1)]
+
+    def compute_loss_value_and_gradient(self, x, labels, sub):
+        name = "loss_dot_"
+        out, labels, o = prepare(name, x, sub, labels)
+        o = o.reshape(o.shape[0], -1)
+        dims = o.shape[1]
+        for i, t in enumerate(labels):
+            if np.size(t) != dims:
+                raise ValueError(f"{name}: the network must output a vector with the same "
+                                 f"dimensionality as the training labels: label {i} has "
+                                 f"{np.size(t)} values, the network outputs {dims} per sample "
+                                 f"{out.shape[1:]}")
+        t = float_labels(name, [np.asarray(v).reshape(-1) for v in labels], (dims,)).astype(o.dtype)
+        scale = 1.0 / out.num_samples()
+        loss = -float(np.sum((o * t).astype(_F64))) * scale
+        assign_gradient(sub, (t.astype(_F64) * -scale).astype(o.dtype))
+        return loss
+
+
+loss_dot = loss_template("loss_dot", loss_dot_)
+
+
+class loss_mean_squared_per_channel_and_pixel_(_fieldless_loss):
     """Mean squared error over every channel and pixel of a ``(N, C, nr, nc)`` output.
 
     Labels: one ``(C, nr, nc)`` float array per sample. Loss ``mean((y - out)^2)``; as in
     dlib the gradient written is ``(out - y) / (N*C*nr*nc)``, half of d(loss)/d(out).
     """
 
+    _printed = "loss_mean_squared_per_channel_and_pixel"
+
     def __init__(self, num_channels):
         self.num_channels = check_int("loss_mean_squared_per_channel_and_pixel_", "num_channels",
                                       num_channels, 1)
 
-    def _check_output(self, out):
-        if out.k() != self.num_channels:
-            raise ValueError(f"loss_mean_squared_per_channel_and_pixel_: the net outputs {out.k()} "
-                             f"channels but the loss expects {self.num_channels}")
-
     def to_label(self, x, sub):
-        out = sub.get_output()
-        self._check_output(out)
-        return list(np.array(out.host_read()))
+        _, _, o = prepare("loss_mean_squared_per_channel_and_pixel_", x, sub, None, k=self.num_channels)
+        return list(np.array(o))
 
     def compute_loss_value_and_gradient(self, x, labels, sub):
-        out = sub.get_output()
-        self._check_output(out)
-        labels = self._check_labels("loss_mean_squared_per_channel_and_pixel_", x, sub, labels)
-        truth = np.asarray(labels, dtype=np.float32)
-        if truth.shape != out.shape:
-            raise ValueError(f"loss_mean_squared_per_channel_and_pixel_: labels have shape "
-                             f"{truth.shape[1:]} per sample but the net outputs {out.shape[1:]}")
-        diff = truth - out.host_read()
-        scale = np.float32(1.0 / out.size())
-        sub.get_gradient_input().assign(-scale * diff)
-        return float(np.dot(diff.ravel().astype(np.float64), diff.ravel().astype(np.float64)) * (1.0 / out.size()))
-
-    def __repr__(self):
-        return "loss_mean_squared_per_channel_and_pixel"
+        name = "loss_mean_squared_per_channel_and_pixel_"
+        out, labels, o = prepare(name, x, sub, labels, k=self.num_channels)
+        for i, t in enumerate(labels):
+            if np.shape(t) != out.shape[1:]:
+                raise ValueError(f"{name}: label {i} has shape {np.shape(t)} but the net outputs "
+                                 f"{out.shape[1:]} (C, nr, nc) per sample")
+        y = float_labels(name, labels, out.shape[1:]).astype(o.dtype)
+        loss, grad = squared_error(y, o, 1.0 / out.size())
+        assign_gradient(sub, grad)
+        return loss
 
 
 loss_mean_squared_per_channel_and_pixel = loss_template(

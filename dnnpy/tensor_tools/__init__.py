@@ -34,17 +34,31 @@ for _name in ("activations", "norm", "spatial", "resize", "merge"):
         globals()[_symbol] = getattr(_module, _symbol)
     __all__ += _module.__all__
 del _name, _module
+from .merge import CHANNEL_WISE, PLANE_WISE  # noqa: E402  (dlib's operation_mode)
 
 # ----------------------------------------------------------------------------------------
 # element-wise, reductions, GEMM
 
-def add(beta, dest, alpha, src):
-    """``dest = beta*dest + alpha*src``, broadcasting src over dest.
+def add(*args):
+    """Two forms, told apart by the number of arguments (dlib's two ``tt::add`` overloads).
 
-    Requires: every dimension of src is 1 or equal to dest's (covers dlib's cases: same
+    ``add(beta, dest, alpha, src)``: ``dest = beta*dest + alpha*src``, broadcasting src over
+    dest. Requires: every dimension of src is 1 or equal to dest's (covers dlib's cases: same
     dimensions, a ``(1,k,1,1)`` bias, a ``(1,k,nr,nc)`` plane set, a per-sample scalar).
     Ensures: with ``beta == 0`` dest is assigned (its old contents, even inf/NaN, are not read).
+
+    ``add(dest, src1, src2)``: ``dest = src1 + src2`` pointwise in 4-D with zero padding: any
+    dimensions; an element missing from a source counts as 0, and dest keeps its own
+    dimensions (a source larger than dest is cropped). dest may be src1 or src2.
     """
+    if len(args) == 3:
+        dest, src1, src2 = args
+        _check_tensors("add", dest=dest, src1=src1, src2=src2)
+        _backend().add(dest, src1, src2)
+        return
+    if len(args) != 4:
+        raise TypeError(f"add takes (beta, dest, alpha, src) or (dest, src1, src2), got {len(args)} arguments")
+    beta, dest, alpha, src = args
     _check_tensors("add", dest=dest, src=src)
     _broadcastable("add", dest, src)
     _backend().add(beta, dest, alpha, src)
@@ -69,16 +83,28 @@ def affine_transform(dest, *args):
     _backend().affine_transform(dest, srcs, [float(c) for c in coeffs[:len(srcs)]], float(constant))
 
 
-def gemm(beta, dest, alpha, lhs, trans_lhs, rhs, trans_rhs):
-    """``dest = alpha * op(lhs) @ op(rhs) + beta*dest`` on the ``num_samples x k*nr*nc``
-    matrix views of the tensors (dlib's CHANNEL_WISE ``tt::gemm``).
+def gemm(beta, dest, alpha, lhs, trans_lhs, rhs, trans_rhs, mode=CHANNEL_WISE):
+    """``dest = alpha * op(lhs) @ op(rhs) + beta*dest`` (dlib's ``tt::gemm``).
 
-    Requires: the matrix shapes agree. Ensures: ``beta == 0`` assigns dest.
+    ``mode=CHANNEL_WISE``: on the ``num_samples x k*nr*nc`` matrix views of the tensors.
+    ``mode=PLANE_WISE``: on each ``(n, k)`` plane, an ``nr x nc`` matrix, as dlib: a tensor
+    with ``num_samples*k > 1`` and ``nr*nc == 1`` is instead one ``num_samples x k`` matrix,
+    used for every plane; if all three are such matrices this is one product. The planes
+    computed are the first ``min(num_samples) x min(k)`` of the non-matrix tensors.
+
+    Requires: the matrix shapes agree; in PLANE_WISE mode dest is a matrix only if lhs and
+    rhs are too. Ensures: ``beta == 0`` assigns dest (PLANE_WISE: the planes computed).
     """
     _check_tensors("gemm", dest=dest, lhs=lhs, rhs=rhs)
+    if mode not in (CHANNEL_WISE, PLANE_WISE):
+        raise ValueError(f"gemm: mode must be CHANNEL_WISE ({CHANNEL_WISE}) or PLANE_WISE ({PLANE_WISE}), got {mode!r}")
+    plane = mode == PLANE_WISE
 
     def mat(t, trans):
-        r, c = t.num_samples(), t.size() // max(t.num_samples(), 1)
+        if plane:
+            r, c = _plane_matrix_shape(t)
+        else:
+            r, c = t.num_samples(), t.size() // max(t.num_samples(), 1)
         return (c, r) if trans else (r, c)
 
     (ar, ac), (br, bc) = mat(lhs, trans_lhs), mat(rhs, trans_rhs)
@@ -86,8 +112,29 @@ def gemm(beta, dest, alpha, lhs, trans_lhs, rhs, trans_rhs):
     if ac != br or (ar, bc) != (dr, dc):
         raise ValueError(
             f"gemm: op(lhs) is {ar}x{ac}, op(rhs) is {br}x{bc}, dest is {dr}x{dc} "
-            f"(lhs{lhs.shape} trans={trans_lhs}, rhs{rhs.shape} trans={trans_rhs}, dest{dest.shape})")
-    _backend().gemm(beta, dest, alpha, lhs, trans_lhs, rhs, trans_rhs)
+            f"(lhs{lhs.shape} trans={trans_lhs}, rhs{rhs.shape} trans={trans_rhs}, dest{dest.shape}"
+            f"{', PLANE_WISE' if plane else ''})")
+    if plane:
+        kinds = [_is_plane_matrix(t) for t in (lhs, rhs, dest)]
+        if kinds[2] and not all(kinds):
+            raise ValueError(f"gemm: PLANE_WISE dest{dest.shape} is a single matrix but lhs{lhs.shape} "
+                             f"or rhs{rhs.shape} holds several planes")
+        _backend().gemm(beta, dest, alpha, lhs, trans_lhs, rhs, trans_rhs, mode)
+    else:
+        _backend().gemm(beta, dest, alpha, lhs, trans_lhs, rhs, trans_rhs)
+
+
+def _is_plane_matrix(t):
+    """dlib's PLANE_WISE rule: one plane holding a matrix, or a ``num_samples x k`` matrix."""
+    nk, rc = t.num_samples() * t.k(), t.nr() * t.nc()
+    return (nk == 1 and rc > 1) or (nk > 1 and rc == 1)
+
+
+def _plane_matrix_shape(t):
+    if _is_plane_matrix(t):
+        return (t.num_samples() if t.num_samples() > 1 else t.nr(),
+                t.k() if t.k() > 1 else t.nc())
+    return t.nr(), t.nc()
 
 
 def assign_bias_gradient(grad, gradient_input):

@@ -7,5 +7,7 @@ from .export import *  # noqa: F401,F403
 from .export import __all__ as _export_all
 from .fuse import *  # noqa: F401,F403
 from .fuse import __all__ as _fuse_all
+from .maps import *  # noqa: F401,F403
+from .maps import __all__ as _maps_all
 
-__all__ = [*_walk_all, *_export_all, *_fuse_all]
+__all__ = [*_walk_all, *_export_all, *_fuse_all, *_maps_all]

@@ -1,3 +1,334 @@
-"""(being written)"""
+"""CPU twin of ``dnnpy.tensor_tools.activations`` (numpy, vectorised).
 
-__all__ = []
+Every op reads its inputs before it asks for a writable view, so ``dest is src`` (in place)
+works. Arithmetic stays in the tensors' dtype (float32, or float64 under test_layer's
+float64 mode); Python-float scalars do not promote numpy arrays.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "sigmoid", "sigmoid_gradient", "mish", "mish_gradient", "prelu", "prelu_gradient",
+    "leaky_relu", "leaky_relu_gradient", "tanh", "tanh_gradient", "clipped_relu",
+    "clipped_relu_gradient", "elu", "elu_gradient", "gelu", "gelu_gradient", "smelu",
+    "smelu_gradient", "silu", "silu_gradient",
+    "softmax", "softmax_gradient", "softmax_all", "softmax_all_gradient",
+    "inverse_norms", "dot_prods", "scale_rows", "scale_rows2", "scale_columns",
+    "multiply", "threshold", "rand_generator", "rand_fill_uniform", "rand_fill_gaussian",
+]
+
+CHANNEL_WISE, PLANE_WISE = 0, 1
+
+
+def _store(dest, values):
+    """Assign ``values`` (already computed from the inputs) to dest."""
+    dest.host_write_only()[...] = values
+
+
+def _grad_out(grad, gradient_input, values):
+    """dlib's rule for the activation gradients: assign when grad is gradient_input,
+    otherwise add."""
+    if grad is gradient_input:
+        grad.host_write_only()[...] = values
+    else:
+        grad.host()[...] += values
+
+
+def _sigmoid(x):
+    with np.errstate(over="ignore"):
+        return 1 / (1 + np.exp(-x))
+
+
+# ----------------------------------------------------------------------------------------
+# erf: numpy has none and numpy is dnnpy's only dependency. Double precision from two
+# classical expansions (no cancellation in either):
+#   |x| < 3:  erf(x) = 2/sqrt(pi) * exp(-x^2) * sum_n 2^n x^(2n+1) / (1*3*...*(2n+1))
+#   |x| >= 3: erfc(x) = exp(-x^2)/sqrt(pi) / (x + (1/2)/(x + 1/(x + (3/2)/(x + ...))))
+
+def erf(x):
+    """Element-wise error function of an array, computed in float64 (abs error ~1e-16)."""
+    x = np.asarray(x, dtype=np.float64)
+    a = np.abs(x)
+    out = np.empty_like(a)
+    small = a < 3
+    xs = a[small]
+    term = xs.copy()
+    total = xs.copy()
+    x2 = 2 * xs * xs
+    for n in range(1, 90):       # 2x^2 < 18: the terms are below 1e-17 of the sum by n ~ 80
+        term *= x2 / (2 * n + 1)
+        total += term
+    out[small] = 2 / np.sqrt(np.pi) * np.exp(-xs * xs) * total
+    xl = a[~small]
+    f = xl.copy()
+    for k in range(60, 0, -1):   # continued fraction, evaluated bottom-up
+        f = xl + (k / 2) / f
+    with np.errstate(under="ignore"):
+        out[~small] = 1 - np.exp(-xl * xl) / np.sqrt(np.pi) / f
+    return np.copysign(out, x)
+
+
+# ----------------------------------------------------------------------------------------
+# pointwise activations
+
+def sigmoid(dest, src):
+    _store(dest, _sigmoid(src.host_read()))
+
+
+def sigmoid_gradient(grad, dest, gradient_input):
+    d = dest.host_read()
+    _grad_out(grad, gradient_input, gradient_input.host_read() * d * (1 - d))
+
+
+def mish(dest, src):
+    s = src.host_read()
+    with np.errstate(over="ignore", invalid="ignore"):
+        e = np.exp(s)
+        delta = 2 * e + e * e + 2
+        y = s - 2 * s / delta
+    # exp overflow: delta = inf gives x - 0 = x, the right limit; keep it
+    _store(dest, y)
+
+
+def _mish_derivative(x):
+    with np.errstate(over="ignore", invalid="ignore"):
+        e = np.exp(x)
+        delta = 2 * e + e * e + 2
+        omega = 4 * (x + 1) + 4 * e * e + e * e * e + e * (4 * x + 6)
+        g = e * omega / (delta * delta)
+    # dlib clamps: exactly 1 from x >= 8 and 0 from x <= -8
+    return np.where(x >= 8, 1, np.where(x <= -8, 0, g)).astype(x.dtype, copy=False)
+
+
+def mish_gradient(grad, src, gradient_input):
+    _grad_out(grad, gradient_input, gradient_input.host_read() * _mish_derivative(src.host_read()))
+
+
+def tanh(dest, src):
+    _store(dest, np.tanh(src.host_read()))
+
+
+def tanh_gradient(grad, dest, gradient_input):
+    d = dest.host_read()
+    _grad_out(grad, gradient_input, gradient_input.host_read() * (1 - d * d))
+
+
+def gelu(dest, src):
+    s = src.host_read()
+    _store(dest, 0.5 * s * (1 + erf(s / np.sqrt(2)).astype(s.dtype)))
+
+
+def gelu_gradient(grad, src, gradient_input):
+    s = src.host_read()
+    cdf = (0.5 * (1 + erf(s / np.sqrt(2)))).astype(s.dtype)
+    pdf = np.exp(-0.5 * s * s) * s.dtype.type(1 / np.sqrt(2 * np.pi))
+    _grad_out(grad, gradient_input, gradient_input.host_read() * (cdf + s * pdf))
+
+
+def silu(dest, src):
+    s = src.host_read()
+    _store(dest, s * _sigmoid(s))
+
+
+def silu_gradient(grad, src, gradient_input):
+    s = src.host_read()
+    sig = _sigmoid(s)
+    _grad_out(grad, gradient_input, gradient_input.host_read() * (sig * (1 + s * (1 - sig))))
+
+
+def prelu(dest, src, param):
+    s = src.host_read()
+    p = s.dtype.type(param.host_read().reshape(-1)[0])
+    _store(dest, np.where(s > 0, s, p * s))
+
+
+def prelu_gradient(grad, src, gradient_input, param, params_grad):
+    s = src.host_read()
+    gi = gradient_input.host_read()
+    p = s.dtype.type(param.host_read().reshape(-1)[0])
+    pos = s > 0
+    pgrad = np.sum(np.where(pos, 0, gi * s))
+    grad.host()[...] += np.where(pos, gi, p * gi)
+    params_grad.host_write_only().reshape(-1)[0] = pgrad
+
+
+def leaky_relu(dest, src, alpha):
+    s = src.host_read()
+    _store(dest, np.where(s > 0, s, alpha * s))
+
+
+def leaky_relu_gradient(grad, dest, gradient_input, alpha):
+    gi = gradient_input.host_read()
+    _grad_out(grad, gradient_input, np.where(dest.host_read() > 0, gi, alpha * gi))
+
+
+def clipped_relu(dest, src, ceiling):
+    s = src.host_read()
+    _store(dest, np.minimum(np.maximum(s, 0), s.dtype.type(ceiling)))
+
+
+def clipped_relu_gradient(grad, dest, gradient_input, ceiling):
+    d = dest.host_read()
+    gi = gradient_input.host_read()
+    _grad_out(grad, gradient_input, np.where((d > 0) & (d < ceiling), gi, 0))
+
+
+def elu(dest, src, alpha):
+    s = src.host_read()
+    with np.errstate(over="ignore"):
+        neg = alpha * (np.exp(s) - 1)   # only used where s <= 0
+    _store(dest, np.where(s > 0, s, neg))
+
+
+def elu_gradient(grad, dest, gradient_input, alpha):
+    d = dest.host_read()
+    gi = gradient_input.host_read()
+    _grad_out(grad, gradient_input, np.where(d > 0, gi, (alpha + d) * gi))
+
+
+def smelu(dest, src, beta):
+    s = src.host_read()
+    mid = (s + beta) * (s + beta) / (4 * beta)
+    _store(dest, np.where(s >= beta, s, np.where(s <= -beta, 0, mid)))
+
+
+def smelu_gradient(grad, dest, gradient_input, beta):
+    # dlib's derivative is written in terms of the output y: sqrt(beta*y)/beta = (x+beta)/(2beta)
+    d = dest.host_read()
+    gi = gradient_input.host_read()
+    with np.errstate(invalid="ignore"):
+        mid = np.sqrt(beta * d) / beta * gi
+    _grad_out(grad, gradient_input, np.where(d >= beta, gi, np.where(d == 0, 0, mid)))
+
+
+# ----------------------------------------------------------------------------------------
+# softmax family
+
+def _groups(t, a, mode):
+    """View of ``a`` whose axis 1 is the softmax axis: CHANNEL_WISE -> (n, k, nr*nc);
+    PLANE_WISE -> (n*k*nr, nc, 1)."""
+    n, k, nr, nc = t.shape
+    if mode == CHANNEL_WISE:
+        return a.reshape(n, k, nr * nc)
+    return a.reshape(n * k * nr, nc, 1)
+
+
+def _softmax(x, zero_all_neg_inf_rows):
+    m = np.max(x, axis=1, keepdims=True) if x.shape[1] else np.zeros_like(x[:, :1])
+    with np.errstate(invalid="ignore", over="ignore"):
+        e = np.exp(x - m)
+        y = e / np.sum(e, axis=1, keepdims=True)
+    if zero_all_neg_inf_rows:
+        # dlib's CPU PLANE_WISE: a row whose max is -inf (all -inf, e.g. a fully masked row) -> 0
+        y = np.where(m == -np.inf, 0, y)
+    return y
+
+
+def softmax(dest, src, mode):
+    x = _groups(src, src.host_read(), mode)
+    y = _softmax(x, mode == PLANE_WISE)
+    _store(dest, y.reshape(dest.shape))
+
+
+def _softmax_grad_values(d, gi):
+    return d * (gi - np.sum(d * gi, axis=1, keepdims=True))
+
+
+def softmax_gradient(grad, dest, gradient_input, mode):
+    d = _groups(dest, dest.host_read(), mode)
+    gi = _groups(gradient_input, gradient_input.host_read(), mode)
+    _grad_out(grad, gradient_input, _softmax_grad_values(d, gi).reshape(grad.shape))
+
+
+def softmax_all(dest, src):
+    x = src.host_read().reshape(src.num_samples(), -1, 1)
+    _store(dest, _softmax(x, False).reshape(dest.shape))
+
+
+def softmax_all_gradient(grad, dest, gradient_input):
+    n = grad.num_samples()
+    d = dest.host_read().reshape(n, -1, 1)
+    gi = gradient_input.host_read().reshape(n, -1, 1)
+    _grad_out(grad, gradient_input, _softmax_grad_values(d, gi).reshape(grad.shape))
+
+
+# ----------------------------------------------------------------------------------------
+# row norms and scaling
+
+def _rows(t, a):
+    return a.reshape(t.num_samples(), -1)
+
+
+def inverse_norms(invnorms, data, eps):
+    x = _rows(data, data.host_read())
+    sq = np.sum(x * x, axis=1)
+    _store(invnorms, (1 / np.sqrt(sq + eps)).reshape(invnorms.shape))
+
+
+def dot_prods(add_to, out, lhs, rhs):
+    v = np.sum(_rows(lhs, lhs.host_read()) * _rows(rhs, rhs.host_read()), axis=1).reshape(out.shape)
+    if add_to:
+        out.host()[...] += v
+    else:
+        _store(out, v)
+
+
+def scale_rows(out, m, v):
+    vals = _rows(m, m.host_read()) * v.host_read().reshape(-1, 1)
+    _store(out, vals.reshape(out.shape))
+
+
+def scale_rows2(beta, out, m1, m2, v1, v2):
+    a = _rows(m1, m1.host_read())
+    b = _rows(m2, m2.host_read())
+    vals = ((a - b * v1.host_read().reshape(-1, 1)) * v2.host_read().reshape(-1, 1)).reshape(out.shape)
+    if beta == 0:
+        _store(out, vals)   # assign: out may hold inf/NaN
+    else:
+        o = out.host()
+        if beta != 1:
+            o *= beta
+        o += vals
+
+
+def scale_columns(out, m, v):
+    vals = _rows(m, m.host_read()) * v.host_read().reshape(1, -1)
+    _store(out, vals.reshape(out.shape))
+
+
+# ----------------------------------------------------------------------------------------
+# multiply, threshold, random numbers
+
+def multiply(add_to, dest, src1, src2):
+    tail = dest.shape[1:]
+    a = src1.host_read().reshape((src1.num_samples(),) + tail)
+    b = src2.host_read().reshape((src2.num_samples(),) + tail)
+    prod = a * b                         # broadcasts a num_samples of 1 over the other
+    if dest.num_samples() == 1 and prod.shape[0] != 1:
+        prod = prod.sum(axis=0, keepdims=True)
+    if add_to:
+        dest.host()[...] += prod
+    else:
+        _store(dest, np.broadcast_to(prod, dest.shape))
+
+
+def threshold(data, thresh):
+    d = data.host()
+    d[...] = d > thresh
+
+
+def rand_generator(seed):
+    return np.random.default_rng(seed)
+
+
+def rand_fill_uniform(gen, data):
+    a = data.host_write_only()
+    # Generator.random gives [0, 1); 1 - u gives dlib's documented (0, 1]
+    a[...] = 1 - gen.random(a.shape, dtype=np.float64)
+
+
+def rand_fill_gaussian(gen, data, mean, stddev):
+    a = data.host_write_only()
+    a[...] = gen.standard_normal(a.shape) * stddev + mean

@@ -1,3 +1,186 @@
-"""(being written)"""
+"""CPU twin of the normalisation and tensor-coefficient affine ops (numpy, vectorised).
 
-__all__ = []
+The dispatchers have checked the shapes and sized every output. Arithmetic runs in the
+tensors' dtype; statistics (means, variances, RMS) are accumulated in float64 as dlib
+accumulates its Welford sums in double. Gradients follow dlib's formulas term by term
+(including terms that vanish mathematically), so results agree with dlib's CPU code to
+rounding.
+"""
+
+import numpy as np
+
+__all__ = [
+    "batch_normalize_inference", "batch_normalize", "batch_normalize_gradient",
+    "batch_normalize_conv_inference", "batch_normalize_conv", "batch_normalize_conv_gradient",
+    "layer_normalize", "layer_normalize_gradient", "rms_normalize", "rms_normalize_gradient",
+    "affine_transform_conv", "affine_transform_tensors", "multiply_conv",
+]
+
+# Reduction axes of the batch statistics: FC over samples; CONV over samples, rows, columns.
+_FC_AXES = (0,)
+_CONV_AXES = (0, 2, 3)
+_SAMPLE_AXES = (1, 2, 3)   # layer / RMS norm: over everything in a sample
+
+
+def _bn_inference(eps, dest, src, gamma, beta, running_means, running_variances):
+    x = src.host_read()
+    dt = x.dtype
+    invstd = (1.0 / np.sqrt(running_variances.host_read().astype(np.float64) + eps)).astype(dt)
+    out = dest.host_write_only() if dest is not src else dest.host()
+    out[...] = gamma.host_read() * ((x - running_means.host_read()) * invstd) + beta.host_read()
+
+
+def batch_normalize_inference(eps, dest, src, gamma, beta, running_means, running_variances):
+    _bn_inference(eps, dest, src, gamma, beta, running_means, running_variances)
+
+
+def batch_normalize_conv_inference(eps, dest, src, gamma, beta, running_means, running_variances):
+    _bn_inference(eps, dest, src, gamma, beta, running_means, running_variances)
+
+
+def _bn_train(axes, eps, dest, means, invstds, f, running_means, running_variances, src,
+              gamma, beta):
+    x = src.host_read()
+    x64 = x.astype(np.float64)
+    mean = x64.mean(axis=axes, keepdims=True)
+    var = np.square(x64 - mean).mean(axis=axes, keepdims=True)    # biased, as dlib's M2/count
+    count = x.size // mean.size
+    unbiased = var * (count / (count - 1.0))
+    invstd = 1.0 / np.sqrt(var + eps)
+
+    means.host_write_only()[...] = mean
+    invstds.host_write_only()[...] = invstd
+    if f == 1:
+        running_means.host_write_only()[...] = mean
+        running_variances.host_write_only()[...] = unbiased
+    else:
+        rm = running_means.host()
+        rm[...] = (1 - f) * rm.astype(np.float64) + f * mean
+        rv = running_variances.host()
+        rv[...] = (1 - f) * rv.astype(np.float64) + f * unbiased
+
+    m = means.host_read()
+    s = invstds.host_read()
+    out = dest.host_write_only() if dest is not src else dest.host()
+    out[...] = ((x - m) * s) * gamma.host_read() + beta.host_read()
+
+
+def batch_normalize(eps, dest, means, invstds, averaging_factor, running_means,
+                    running_variances, src, gamma, beta):
+    _bn_train(_FC_AXES, eps, dest, means, invstds, averaging_factor, running_means,
+              running_variances, src, gamma, beta)
+
+
+def batch_normalize_conv(eps, dest, means, invstds, averaging_factor, running_means,
+                         running_variances, src, gamma, beta):
+    _bn_train(_CONV_AXES, eps, dest, means, invstds, averaging_factor, running_means,
+              running_variances, src, gamma, beta)
+
+
+def _normalize_gradient(stat_axes, param_axes, gradient_input, means, invstds, src, gamma,
+                        src_grad, gamma_grad, beta_grad, dmeans=None, dvars=None):
+    """dlib's three-pass gradient of ``(x - m)*invstd*gamma + beta`` where m and invstd are
+    statistics over ``stat_axes`` and gamma/beta are shared over ``param_axes``."""
+    g = gradient_input.host_read()
+    x = src.host_read()
+    shape = g.shape
+    m = means.host_read().reshape(_stat_shape(shape, stat_axes))
+    inv = invstds.host_read().reshape(_stat_shape(shape, stat_axes))
+    gam = gamma.host_read()
+    invnum = 1.0 / (g.size // m.size)
+
+    xm = x - m
+    beta_grad.host_write_only()[...] = g.sum(axis=param_axes, keepdims=True)
+    gamma_grad.host_write_only()[...] = (g * (xm * inv)).sum(axis=param_axes, keepdims=True)
+
+    dx = g * gam
+    dvar = (dx * xm).sum(axis=stat_axes, keepdims=True) * (-0.5 * inv ** 3)
+    dmean = ((-dx * inv).sum(axis=stat_axes, keepdims=True)
+             + dvar * (-2 * invnum) * xm.sum(axis=stat_axes, keepdims=True))
+    if dmeans is not None:
+        dmeans.host_write_only()[...] = dmean.reshape(dmeans.shape)
+        dvars.host_write_only()[...] = dvar.reshape(dvars.shape)
+    src_grad.host()[...] += dx * inv + dvar * (2 * invnum) * xm + dmean * invnum
+
+
+def _stat_shape(shape, stat_axes):
+    return tuple(1 if i in stat_axes else d for i, d in enumerate(shape))
+
+
+def batch_normalize_gradient(eps, gradient_input, means, invstds, src, gamma, src_grad,
+                             gamma_grad, beta_grad):
+    _normalize_gradient(_FC_AXES, _FC_AXES, gradient_input, means, invstds, src, gamma,
+                        src_grad, gamma_grad, beta_grad)
+
+
+def batch_normalize_conv_gradient(eps, gradient_input, means, invstds, src, gamma, src_grad,
+                                  gamma_grad, beta_grad):
+    _normalize_gradient(_CONV_AXES, _CONV_AXES, gradient_input, means, invstds, src, gamma,
+                        src_grad, gamma_grad, beta_grad)
+
+
+def layer_normalize(eps, dest, means, invstds, src, gamma, beta):
+    x = src.host_read()
+    n = x.shape[0]
+    x64 = x.reshape(n, -1).astype(np.float64)
+    mean = x64.mean(axis=1)
+    # dlib's implementation: E[x^2] - E[x]^2 (not a two-pass variance)
+    var = np.square(x64).mean(axis=1) - mean * mean
+    means.host_write_only()[...] = mean.reshape(means.shape)
+    invstds.host_write_only()[...] = (1.0 / np.sqrt(var + eps)).reshape(invstds.shape)
+    m = means.host_read().reshape(n, 1, 1, 1)
+    s = invstds.host_read().reshape(n, 1, 1, 1)
+    out = dest.host_write_only() if dest is not src else dest.host()
+    out[...] = ((x - m) * s) * gamma.host_read() + beta.host_read()
+
+
+def layer_normalize_gradient(eps, gradient_input, means, invstds, src, gamma, src_grad,
+                             gamma_grad, beta_grad, dmeans, dvars):
+    _normalize_gradient(_SAMPLE_AXES, _CONV_AXES, gradient_input, means, invstds, src, gamma,
+                        src_grad, gamma_grad, beta_grad, dmeans, dvars)
+
+
+def rms_normalize(eps, dest, scale, src, gamma):
+    x = src.host_read()
+    n = x.shape[0]
+    ms = np.square(x.reshape(n, -1).astype(np.float64)).mean(axis=1)
+    scale.host_write_only()[...] = (1.0 / np.sqrt(ms + eps)).reshape(scale.shape)
+    s = scale.host_read().reshape(n, 1, 1, 1)
+    out = dest.host_write_only() if dest is not src else dest.host()
+    out[...] = (x * s) * gamma.host_read()
+
+
+def rms_normalize_gradient(gradient_input, scale, src, gamma, src_grad, gamma_grad, dscale):
+    g = gradient_input.host_read()
+    x = src.host_read()
+    n = g.shape[0]
+    s = scale.host_read().reshape(n, 1, 1, 1)
+    invnum = 1.0 / (g.size // n)
+    gamma_grad.host_write_only()[...] = (g * (x * s)).sum(axis=_CONV_AXES, keepdims=True)
+    dx = g * gamma.host_read()
+    ds = (dx * x).sum(axis=_SAMPLE_AXES, keepdims=True) * (-0.5 * s ** 3)
+    dscale.host_write_only()[...] = ds.reshape(dscale.shape)
+    src_grad.host()[...] += dx * s + ds * (2 * invnum) * x
+
+
+def affine_transform_conv(dest, src, A, B):
+    result = A.host_read() * src.host_read() + B.host_read()
+    dest.host()[...] = result
+
+
+def affine_transform_tensors(dest, src, A, B):
+    result = A.host_read() * src.host_read() + B.host_read()
+    dest.host()[...] = result
+
+
+def multiply_conv(add_to, dest, src1, src2):
+    a = src1.host_read()
+    b = src2.host_read()
+    if dest.shape == src1.shape:
+        prod = a * b
+    else:
+        prod = (a * b).sum(axis=_CONV_AXES, keepdims=True)
+    if add_to:
+        dest.host()[...] += prod
+    else:
+        dest.host_write_only()[...] = prod

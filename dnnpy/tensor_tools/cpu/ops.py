@@ -20,7 +20,16 @@ def _mat(t: tensor, a):
     return a.reshape(t.num_samples(), -1)
 
 
-def add(beta, dest, alpha, src):
+def add(*args):
+    """``add(beta, dest, alpha, src)`` (broadcasting) or ``add(dest, src1, src2)`` (zero
+    padded), as the dispatcher."""
+    if len(args) == 3:
+        _add_zero_padded(*args)
+    else:
+        _add_scaled(*args)
+
+
+def _add_scaled(beta, dest, alpha, src):
     s = src.host_read()
     if alpha != 1:
         s = float(alpha) * s
@@ -34,6 +43,19 @@ def add(beta, dest, alpha, src):
     out += s
 
 
+def _add_zero_padded(dest, src1, src2):
+    a, b = src1.host_read(), src2.host_read()
+    if a.shape == b.shape == dest.shape:
+        np.add(a, b, out=dest.host())  # element-wise: safe when dest is a source
+        return
+    r1 = tuple(slice(0, min(d, s)) for d, s in zip(dest.shape, a.shape))
+    r2 = tuple(slice(0, min(d, s)) for d, s in zip(dest.shape, b.shape))
+    result = np.zeros(dest.shape, a.dtype)  # built aside: dest may alias src1 or src2
+    result[r1] += a[r1]
+    result[r2] += b[r2]
+    dest.host_write_only()[...] = result
+
+
 def assign_conv_bias_gradient(grad, gradient_input):
     g = gradient_input.host_read()
     n, k = g.shape[0], g.shape[1]
@@ -45,7 +67,13 @@ def assign_bias_gradient(grad, gradient_input):
     grad.host_write_only()[...] = g.reshape(g.shape[0], -1).sum(axis=0).reshape(grad.shape)
 
 
-def gemm(beta, dest, alpha, lhs, trans_lhs, rhs, trans_rhs):
+_PLANE_WISE = 1  # dlib's operation_mode::PLANE_WISE (tensor_tools.PLANE_WISE)
+
+
+def gemm(beta, dest, alpha, lhs, trans_lhs, rhs, trans_rhs, mode=0):
+    if mode == _PLANE_WISE:
+        _gemm_plane_wise(beta, dest, alpha, lhs, trans_lhs, rhs, trans_rhs)
+        return
     a = _mat(lhs, lhs.host_read())
     b = _mat(rhs, rhs.host_read())
     if trans_lhs:
@@ -62,6 +90,51 @@ def gemm(beta, dest, alpha, lhs, trans_lhs, rhs, trans_rhs):
     prod = a @ b
     if alpha != 1:
         prod *= float(alpha)
+    if beta != 1:
+        out *= float(beta)
+    out += prod
+
+
+def _is_plane_matrix(t):
+    nk, rc = t.num_samples() * t.k(), t.nr() * t.nc()
+    return (nk == 1 and rc > 1) or (nk > 1 and rc == 1)
+
+
+def _planes(t, a, is_matrix, ns, nk):
+    """dlib's PLANE_WISE slicing: a matrix tensor is one (rows, cols) matrix broadcast over
+    the planes; otherwise plane (b, c) starts at float ``(b*nk + c) * nr*nc`` (nk is the
+    smallest k of the three tensors, as in dlib's loop)."""
+    if is_matrix:
+        rows = t.num_samples() if t.num_samples() > 1 else t.nr()
+        cols = t.k() if t.k() > 1 else t.nc()
+        return a.reshape(1, 1, rows, cols)
+    plane = t.nr() * t.nc()
+    return a.reshape(-1)[:ns * nk * plane].reshape(ns, nk, t.nr(), t.nc())
+
+
+def _gemm_plane_wise(beta, dest, alpha, lhs, trans_lhs, rhs, trans_rhs):
+    mats = [_is_plane_matrix(t) for t in (lhs, rhs, dest)]
+    if all(mats):
+        ns = nk = 1
+    else:
+        ns = min(t.num_samples() for t in (lhs, rhs, dest))
+        nk = min(t.k() for t in (lhs, rhs, dest))
+    a = _planes(lhs, lhs.host_read(), mats[0], ns, nk)
+    b = _planes(rhs, rhs.host_read(), mats[1], ns, nk)
+    if trans_lhs:
+        a = a.swapaxes(-1, -2)
+    if trans_rhs:
+        b = b.swapaxes(-1, -2)
+    prod = np.matmul(a, b)
+    if alpha != 1:
+        prod *= float(alpha)
+    if beta == 0:
+        full = dest.host_write_only() if dest.size() == ns * nk * dest.nr() * dest.nc() or all(mats) \
+            else dest.host()
+        out = _planes(dest, full, mats[2], ns, nk)
+        out[...] = prod
+        return
+    out = _planes(dest, dest.host(), mats[2], ns, nk)
     if beta != 1:
         out *= float(beta)
     out += prod

@@ -1,0 +1,139 @@
+"""Shared pieces of the classification and per-pixel losses: dlib's numerics
+(``safe_log``, ``log1pexp``, the CPU softmax and sigmoid) vectorised over numpy arrays,
+and the checks every one of those losses makes on its subnet and output.
+
+Arrays are computed in the output tensor's dtype (float32 normally, float64 under
+``test_loss``); ``log1pexp`` is evaluated in float64 as dlib's ``double log1pexp(double)``
+is, then rounded to that dtype.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+SAFE_LOG_EPSILON = 1e-10  # dlib's safe_log default epsilon
+
+
+def safe_log(p):
+    """dlib's ``safe_log``: ``log(max(p, 1e-10))``, in ``p``'s dtype."""
+    p = np.asarray(p)
+    return np.log(np.maximum(p, p.dtype.type(SAFE_LOG_EPSILON)))
+
+
+def log1pexp(x):
+    """dlib's ``log1pexp(x) = log(1 + exp(x))`` with its four branches, computed in float64
+    and returned in ``x``'s dtype."""
+    x = np.asarray(x)
+    d = x.astype(np.float64)
+    with np.errstate(over="ignore"):
+        out = np.where(d <= -37, np.exp(d),
+                       np.where(d <= 18, np.log1p(np.exp(np.minimum(d, 18))),
+                                np.where(d <= 33.3, d + np.exp(-d), d)))
+    return out.astype(x.dtype)
+
+
+def sigmoid(x):
+    """dlib's CPU ``tt::sigmoid``: ``1/(1+exp(-x))`` elementwise, in ``x``'s dtype."""
+    x = np.asarray(x)
+    one = x.dtype.type(1)
+    with np.errstate(over="ignore"):
+        return one / (one + np.exp(-x))
+
+
+def softmax_channels(x):
+    """dlib's CPU ``tt::softmax`` on an ``(N, k, nr, nc)`` array: for each sample and pixel,
+    ``exp(x - max_k x) / sum_k exp(x - max_k x)`` over the k channels."""
+    x = np.asarray(x)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def check_subnet(name, x, sub):
+    """The checks dlib's losses make before reading the output: sample expansion factor 1,
+    a non-empty batch, and as many output samples as input samples. Returns the output
+    tensor. (A net whose input was never converted by ``to_tensor`` reports 0.)"""
+    sef = sub.sample_expansion_factor()
+    if sef not in (0, 1):
+        raise ValueError(f"{name}: needs a sample expansion factor of 1, the input layer "
+                         f"has {sef}")
+    out = sub.get_output()
+    if x is not None and x.num_samples() != out.num_samples():
+        raise ValueError(f"{name}: the input tensor has {x.num_samples()} samples but the net "
+                         f"output {out.shape} has {out.num_samples()}")
+    return out
+
+
+def check_label_count(name, out, labels):
+    """Labels as a list (or array), one per output sample; errors name the loss."""
+    if isinstance(labels, (str, bytes, dict)) or not hasattr(labels, "__len__"):
+        raise TypeError(f"{name}: labels must be a sequence with one label per sample, "
+                        f"got {type(labels).__name__}")
+    labels = labels if isinstance(labels, np.ndarray) else list(labels)
+    n = out.num_samples()
+    if n == 0:
+        raise ValueError(f"{name}: the batch is empty")
+    if len(labels) != n:
+        raise ValueError(f"{name}: got {len(labels)} labels for {n} samples")
+    return labels
+
+
+def check_output_dims(name, out, *, k=None, nr=None, nc=None):
+    """Require the given output dims (None = any); the error names the loss and the shape."""
+    want = {"k": k, "nr": nr, "nc": nc}
+    have = {"k": out.k(), "nr": out.nr(), "nc": out.nc()}
+    bad = [f"{d} == {v}" for d, v in want.items() if v is not None and have[d] != v]
+    if bad:
+        raise ValueError(f"{name}: the net output {out.shape} (N, k, nr, nc) must have "
+                         f"{' and '.join(bad)}")
+
+
+def _per_sample(shape, what):
+    if shape is None:
+        return f"one {what} per sample"
+    if len(shape) == 2:
+        return f"one {shape[0]}x{shape[1]} array of {what}s per sample (the output's nr x nc)"
+    return f"one array of {shape[0]} {what}s per sample"
+
+
+def float_labels(name, labels, shape=None):
+    """Convert numeric labels to a float64 array (one per sample, or one array of ``shape``
+    per sample); TypeError for non-numbers, ValueError for a wrong shape or NaN."""
+    try:
+        arr = np.array(labels, dtype=np.float64)
+    except TypeError:
+        raise TypeError(f"{name}: labels must be numbers ({_per_sample(shape, 'number')})") from None
+    except ValueError:
+        raise ValueError(f"{name}: labels must be {_per_sample(shape, 'number')}; got ragged or "
+                         f"non-numeric labels") from None
+    want = (len(labels),) + (() if shape is None else tuple(shape))
+    if arr.shape != want:
+        raise ValueError(f"{name}: labels must be {_per_sample(shape, 'number')}; got labels of "
+                         f"shape {arr.shape[1:]} per sample")
+    if np.isnan(arr).any():
+        raise ValueError(f"{name}: labels contain NaN")
+    return arr
+
+
+def int_labels(name, labels, shape=None):
+    """Convert integer labels to an int64 array; floats, bools and objects are a TypeError."""
+    try:
+        arr = np.asarray(labels)
+    except ValueError:
+        raise ValueError(f"{name}: labels must be {_per_sample(shape, 'integer')}; got ragged "
+                         f"labels") from None
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"{name}: labels must be integers, got an array of dtype {arr.dtype}")
+    want = (len(labels),) + (() if shape is None else tuple(shape))
+    if arr.shape != want:
+        raise ValueError(f"{name}: labels must be {_per_sample(shape, 'integer')}; got labels of "
+                         f"shape {arr.shape[1:]} per sample")
+    return arr.astype(np.int64)
+
+
+def assign_gradient(sub, values):
+    """ASSIGN ``values`` to ``sub.get_gradient_input()`` (dlib's losses overwrite it)."""
+    grad = sub.get_gradient_input()
+    if grad.shape != values.shape:
+        raise ValueError(f"loss: the gradient input {grad.shape} does not match the output "
+                         f"{values.shape}")
+    grad.host_write_only()[...] = values

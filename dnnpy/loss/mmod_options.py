@@ -1,0 +1,251 @@
+"""``mmod_options`` (dlib loss.h): the detector windows and settings of ``loss_mmod_``.
+
+dlib's constructors are all here:
+
+* ``mmod_options()`` and then set fields (keyword arguments may set them at construction);
+* ``mmod_options(boxes, target_size, min_target_size, min_detector_window_overlap_iou=0.75)``:
+  clusters the training boxes (per label) by aspect ratio into detector windows whose long
+  side is ``target_size`` (short side at least ``min_target_size``), for image pyramids;
+* ``mmod_options(use_image_pyramid.no, boxes, min_detector_window_overlap_iou=0.75)``:
+  clusters by absolute width and height, for nets without a pyramid.
+
+Both clustering constructors then set ``overlaps_nms`` to the tightest overlap test under which
+no two training boxes of one image overlap, relaxed 10% toward 1. The clustering draws boxes
+at random exactly as dlib does (a fresh ``dlib::rand``: MT19937 seeded 5489, 10000 outputs
+discarded, ``(a << 32 | b) % n``), so the windows come out identical to dlib's.
+"""
+
+from __future__ import annotations
+
+import enum
+
+import numpy as np
+
+from ..geometry import (find_tight_overlap_tester, mmod_rect, move_rect,
+                        rectangle, set_rect_area, test_box_overlap)
+
+__all__ = ["use_image_pyramid", "detector_window_details", "mmod_options", "impossible_labeling_error"]
+
+
+class impossible_labeling_error(ValueError):
+    """dlib's ``impossible_labeling_error``: a truth box the loss cannot use (e.g. its centre
+    is outside the image)."""
+
+
+class use_image_pyramid(enum.IntEnum):
+    no = 0
+    yes = 1
+
+
+class detector_window_details:
+    """One sliding window of the detector: ``width x height`` pixels and a label."""
+
+    __slots__ = ("width", "height", "label")
+
+    def __init__(self, width=0, height=0, label=""):
+        for name, v in (("width", width), ("height", height)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+                raise ValueError(f"detector_window_details: {name} must be an integer >= 0, got {v!r}")
+        self.width, self.height, self.label = int(width), int(height), str(label)
+
+    def __eq__(self, other):
+        return (isinstance(other, detector_window_details)
+                and (self.width, self.height, self.label) == (other.width, other.height, other.label))
+
+    def __repr__(self):
+        label = f", {self.label!r}" if self.label else ""
+        return f"detector_window_details({self.width}, {self.height}{label})"
+
+
+def detector_windows_str(windows) -> str:
+    """dlib's ``operator<<`` for the windows: grouped by label (sorted), e.g.
+    ``car:70x36,70x60;person:30x70``."""
+    by_label = {}
+    for w in windows:
+        by_label.setdefault(w.label, []).append(w)
+    return ";".join(f"{label}:" + ",".join(f"{w.width}x{w.height}" for w in ws)
+                    for label, ws in sorted(by_label.items(), key=lambda kv: kv[0].encode()))
+
+
+class _dlib_rand:
+    """The random numbers of a default-constructed ``dlib::rand``."""
+
+    def __init__(self):
+        key, pos = np.random.RandomState(5489).get_state()[1:3]  # MT19937 init_genrand(5489)
+        self._mt = np.random.MT19937()
+        self._mt.state = {"bit_generator": "MT19937", "state": {"key": key, "pos": pos}}
+        self._mt.random_raw(10000)  # dlib "primes the generator a bit"
+
+    def random_64bit(self, count):
+        raw = self._mt.random_raw(2 * count).astype(np.uint64)
+        return (raw[0::2] << np.uint64(32)) | raw[1::2]
+
+
+def _find_rectangles_overlapping_all_others(rects, overlaps):
+    """dlib's greedy cover: repeatedly pick (of 500 random boxes) the one overlapping the
+    most remaining boxes, keep it as an exemplar and drop every box it overlaps."""
+    rects = list(rects)
+    if any(r.area() == 0 for r in rects):
+        raise ValueError("mmod_options: a training box is empty (dlib would loop forever on it)")
+    rnd = _dlib_rand()
+    exemplars = []
+    while rects:
+        arr = np.array([tuple(r) for r in rects], dtype=np.int64)  # l, t, r, b
+        areas = (arr[:, 2] - arr[:, 0] + 1) * (arr[:, 3] - arr[:, 1] + 1)
+        best, best_cnt = rectangle(), 0
+        for pick in rnd.random_64bit(500) % np.uint64(len(rects)):
+            ref = rects[int(pick)]
+            cnt = int(np.count_nonzero(_overlaps_many(arr, areas, ref, overlaps)))
+            if cnt >= best_cnt:
+                best, best_cnt = ref, cnt
+        # drop every box the exemplar hits, in dlib's order (swap with the back, pop)
+        i = 0
+        while i < len(rects):
+            if overlaps(rects[i], best):
+                rects[i], rects[-1] = rects[-1], rects[i]
+                rects.pop()
+            else:
+                i += 1
+        exemplars.append(best)
+    return exemplars
+
+
+def _overlaps_many(arr, areas, ref, overlaps):
+    """``overlaps(box, ref)`` for every row of ``arr`` (test_box_overlap, vectorised)."""
+    il = np.maximum(arr[:, 0], ref.l)
+    it = np.maximum(arr[:, 1], ref.t)
+    ir = np.minimum(arr[:, 2], ref.r)
+    ib = np.minimum(arr[:, 3], ref.b)
+    inner = np.where((ir >= il) & (ib >= it), (ir - il + 1) * (ib - it + 1), 0).astype(np.float64)
+    ol = np.minimum(arr[:, 0], ref.l)
+    ot = np.minimum(arr[:, 1], ref.t)
+    orr = np.maximum(arr[:, 2], ref.r)
+    ob = np.maximum(arr[:, 3], ref.b)
+    outer = ((orr - ol + 1) * (ob - ot + 1)).astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        hit = ((inner / outer > overlaps.iou_thresh) | (inner / areas > overlaps.percent_covered_thresh)
+               | (inner / ref.area() > overlaps.percent_covered_thresh))
+    return (inner != 0) & hit
+
+
+def _labels(boxes):
+    return sorted({b.label for image in boxes for b in image}, key=str.encode)
+
+
+def _check_boxes(boxes):
+    out = []
+    for image in boxes:
+        row = []
+        for b in image:
+            if not isinstance(b, mmod_rect):
+                raise TypeError(f"mmod_options: boxes must be lists (one per image) of mmod_rect, got "
+                                f"{type(b).__name__}")
+            row.append(b)
+        out.append(row)
+    return out
+
+
+class mmod_options:
+    """Settings of ``loss_mmod_`` (fields and defaults as dlib's; see the module docstring
+    for the constructors)."""
+
+    _FIELDS = ("detector_windows", "loss_per_false_alarm", "loss_per_missed_target",
+               "truth_match_iou_threshold", "overlaps_nms", "overlaps_ignore",
+               "use_bounding_box_regression", "bbr_lambda", "be_quiet", "assume_image_pyramid")
+
+    def __init__(self, *args, **fields):
+        self.detector_windows = []
+        self.loss_per_false_alarm = 1.0
+        self.loss_per_missed_target = 1.0
+        self.truth_match_iou_threshold = 0.5
+        self.overlaps_nms = test_box_overlap(0.4)
+        self.overlaps_ignore = test_box_overlap()
+        self.use_bounding_box_regression = False
+        self.bbr_lambda = 100.0
+        self.be_quiet = False  # not serialized, as in dlib
+        self.assume_image_pyramid = use_image_pyramid.yes
+        if args:
+            if isinstance(args[0], use_image_pyramid):
+                self._from_sizes(*args)
+            else:
+                self._from_aspect_ratios(*args)
+        for name, value in fields.items():
+            if name not in self._FIELDS:
+                raise TypeError(f"mmod_options: unknown field {name!r}")
+            setattr(self, name, value)
+
+    def _from_aspect_ratios(self, boxes, target_size, min_target_size, min_detector_window_overlap_iou=0.75):
+        boxes = _check_boxes(boxes)
+        if not (0 < min_target_size <= target_size):
+            raise ValueError(f"mmod_options: need 0 < min_target_size <= target_size, got "
+                             f"min_target_size={min_target_size}, target_size={target_size}")
+        if not (0.5 < min_detector_window_overlap_iou < 1):
+            raise ValueError(f"mmod_options: min_detector_window_overlap_iou must be in (0.5, 1), got "
+                             f"{min_detector_window_overlap_iou}")
+        overlaps = test_box_overlap(min_detector_window_overlap_iou)
+        for label in _labels(boxes):
+            # same area and position for every box, so only the aspect ratio matters
+            normalized = [move_rect(set_rect_area(b.rect, 400 * 400), (0, 0))
+                          for image in boxes for b in image if not b.ignore and b.label == label]
+            for r in _find_rectangles_overlapping_all_others(normalized, overlaps):
+                ratio = r.width() / float(r.height())
+                if ratio < 1:
+                    height, width = float(target_size), ratio * target_size
+                    if width < min_target_size:
+                        height, width = min_target_size / ratio, float(min_target_size)
+                else:
+                    width, height = float(target_size), target_size / ratio
+                    if height < min_target_size:
+                        width, height = min_target_size * ratio, float(min_target_size)
+                self.detector_windows.append(
+                    detector_window_details(_round_half_away(width), _round_half_away(height), label))
+        self._finish(boxes)
+
+    def _from_sizes(self, assume_image_pyramid, boxes, min_detector_window_overlap_iou=0.75):
+        if assume_image_pyramid != use_image_pyramid.no:
+            raise ValueError("mmod_options(use_image_pyramid, boxes, ...): this constructor is for "
+                             "use_image_pyramid.no")
+        if not (0.5 < min_detector_window_overlap_iou < 1):
+            raise ValueError(f"mmod_options: min_detector_window_overlap_iou must be in (0.5, 1), got "
+                             f"{min_detector_window_overlap_iou}")
+        boxes = _check_boxes(boxes)
+        self.assume_image_pyramid = use_image_pyramid.no
+        overlaps = test_box_overlap(min_detector_window_overlap_iou)
+        for label in _labels(boxes):
+            sized = [rectangle.from_size(b.rect.width(), b.rect.height())
+                     for image in boxes for b in image if not b.ignore and b.label == label]
+            for r in _find_rectangles_overlapping_all_others(sized, overlaps):
+                self.detector_windows.append(detector_window_details(r.width(), r.height(), label))
+        self._finish(boxes)
+
+    def _finish(self, boxes):
+        if not self.detector_windows:
+            raise ValueError("mmod_options: you can't call mmod_options's constructor with a set of boxes "
+                             "that is empty (or only contains ignored boxes).")
+        tight = find_tight_overlap_tester([[b.rect for b in image if not b.ignore] for image in boxes])
+        # relaxed a little: the detector positions boxes slightly differently than the labels
+        self.overlaps_nms = test_box_overlap(_advance_toward_1(tight.iou_thresh),
+                                             _advance_toward_1(tight.percent_covered_thresh))
+
+    def __eq__(self, other):
+        return isinstance(other, mmod_options) and all(
+            getattr(self, f) == getattr(other, f) for f in self._FIELDS if f != "be_quiet")
+
+    def __repr__(self):
+        return (f"mmod_options(detector_windows:({detector_windows_str(self.detector_windows)}), "
+                f"loss_per_false_alarm={self.loss_per_false_alarm:g}, "
+                f"loss_per_missed_target={self.loss_per_missed_target:g}, "
+                f"truth_match_iou_threshold={self.truth_match_iou_threshold:g}, "
+                f"overlaps_nms={self.overlaps_nms!r}, overlaps_ignore={self.overlaps_ignore!r}, "
+                f"use_bounding_box_regression={self.use_bounding_box_regression}, "
+                f"bbr_lambda={self.bbr_lambda:g}, assume_image_pyramid={self.assume_image_pyramid.name})")
+
+
+def _advance_toward_1(v):
+    return v + (1 - v) * 0.1 if v < 1 else v
+
+
+def _round_half_away(v):
+    """``std::round``."""
+    return int(np.floor(v + 0.5)) if v >= 0 else -int(np.floor(-v + 0.5))
+

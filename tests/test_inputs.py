@@ -1,0 +1,221 @@
+"""Input layers (dlib input.h): converted values against float64 hand computations, printed
+forms, bracket types that parse back, errors naming the layer, and use inside nets."""
+
+import numpy as np
+import pytest
+
+from dnnpy import (fc, input, input_array, input_array2d, input_rgb_image, input_rgb_image_pair,
+                   input_rgb_image_sized, input_tensor, net_type_from_string, relu)
+from dnnpy.tensor import default_dtype, resizable_tensor
+
+AVG = (122.782, 117.001, 104.298)
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(3)
+
+
+def rgb(rng, n, nr=3, nc=4):
+    return [rng.integers(0, 256, (nr, nc, 3), dtype=np.uint8) for _ in range(n)]
+
+
+def convert(layer, batch, dtype=np.float32):
+    with default_dtype(dtype):
+        data = resizable_tensor()
+        layer.to_tensor(batch, data)
+        return np.array(data.host_read())
+
+
+def rgb_reference(img, avgs):
+    """(pixel - avg)/256 per channel, planar, from the float32 averages (float64 math)."""
+    nr, nc, _ = img.shape
+    out = np.zeros((3, nr, nc))
+    for ch in range(3):
+        for r in range(nr):
+            for c in range(nc):
+                out[ch, r, c] = (float(img[r, c, ch]) - float(np.float32(avgs[ch]))) / 256.0
+    return out
+
+
+# ----------------------------------------------------------------------------------------
+# the RGB family
+
+def test_input_rgb_image_values_float32_and_float64(rng):
+    imgs = rgb(rng, 2)
+    got32 = convert(input_rgb_image(), imgs)
+    got64 = convert(input_rgb_image(10, 20.5, 30), imgs, np.float64)
+    assert got32.dtype == np.float32 and got64.dtype == np.float64
+    for i in range(2):
+        np.testing.assert_allclose(got32[i], rgb_reference(imgs[i], AVG), rtol=0, atol=1e-7)
+        np.testing.assert_array_equal(got64[i], rgb_reference(imgs[i], (10, 20.5, 30)))
+
+
+def test_rgb_inputs_convert_into_each_other():
+    pair = input_rgb_image_pair(1, 2, 3)
+    plain = input_rgb_image(pair)
+    sized = input_rgb_image_sized[4](plain)
+    assert (plain.get_avg_red(), plain.get_avg_green(), plain.get_avg_blue()) == (1, 2, 3)
+    assert (sized.avg_red, sized.avg_green, sized.avg_blue) == (1, 2, 3)
+    assert input_rgb_image_pair(sized).get_avg_blue() == 3 and sized.get_avg_green() == 2
+    with pytest.raises(TypeError, match="input_rgb_image: avg_red"):
+        input_rgb_image("red")
+
+
+def test_input_rgb_image_sized_types(rng):
+    t = input_rgb_image_sized[3, 4]
+    assert t is input_rgb_image_sized[3, 4]
+    assert input_rgb_image_sized[5] is input_rgb_image_sized[5, 5]
+    assert (t.NR, t.NC) == (3, 4)
+    assert t.type_expr() == "input_rgb_image_sized[3, 4]"
+    imgs = rgb(rng, 3, 3, 4)
+    np.testing.assert_array_equal(convert(t(), imgs), convert(input_rgb_image(), imgs))
+    for bad, err in [(0, ValueError), (-2, ValueError), (2.5, TypeError), (True, TypeError)]:
+        with pytest.raises(err, match="input_rgb_image_sized"):
+            input_rgb_image_sized[bad]
+    with pytest.raises(ValueError, match="input_rgb_image_sized.*NC"):
+        input_rgb_image_sized[3, 0]
+
+
+def test_input_rgb_image_sized_rejects_other_sizes(rng):
+    layer = input_rgb_image_sized[3, 4]()
+    with pytest.raises(ValueError, match=r"input_rgb_image_sized\[3, 4\].*3 rows and 4 columns.*"
+                                         r"input 1 has 4 rows and 3 columns"):
+        convert(layer, [rgb(rng, 1, 3, 4)[0], rgb(rng, 1, 4, 3)[0]])
+    with pytest.raises(ValueError, match=r"input_rgb_image_sized.*uint8"):
+        convert(layer, [np.zeros((3, 4, 3), np.float32)])
+
+
+def test_input_rgb_image_pair_puts_all_firsts_before_all_seconds(rng):
+    firsts, seconds = rgb(rng, 3), rgb(rng, 3)
+    got = convert(input_rgb_image_pair(), list(zip(firsts, seconds)))
+    assert got.shape == (6, 3, 3, 4)
+    for i in range(3):
+        np.testing.assert_allclose(got[i], rgb_reference(firsts[i], AVG), atol=1e-7)
+        np.testing.assert_allclose(got[3 + i], rgb_reference(seconds[i], AVG), atol=1e-7)
+
+
+def test_input_rgb_image_pair_errors(rng):
+    layer = input_rgb_image_pair()
+    a, b = rgb(rng, 1)[0], rgb(rng, 1, 5, 4)[0]
+    with pytest.raises(ValueError, match=r"input_rgb_image_pair.*\(3, 4, 3\).*\(5, 4, 3\)"):
+        convert(layer, [(a, a), (a, b)])
+    with pytest.raises(ValueError, match="input_rgb_image_pair.*pair.*input 0"):
+        convert(layer, [a])
+    with pytest.raises(ValueError, match="input_rgb_image_pair.*empty"):
+        convert(layer, [])
+
+
+RGB_PRINTED = [
+    (input_rgb_image(), "input_rgb_image(122.782,117.001,104.298)",
+     "<input_rgb_image r='122.781998' g='117.000999' b='104.297997'/>\n"),
+    (input_rgb_image(1, 2.5, 3), "input_rgb_image(1,2.5,3)", "<input_rgb_image r='1' g='2.5' b='3'/>\n"),
+    (input_rgb_image_sized[3, 4](), "input_rgb_image_sized(122.782,117.001,104.298) nr=3 nc=4",
+     "<input_rgb_image_sized r='122.781998' g='117.000999' b='104.297997' nr='3' nc='4'/>\n"),
+    (input_rgb_image_pair(), "input_rgb_image_pair(122.782,117.001,104.298)",
+     "<input_rgb_image_pair r='122.781998' g='117.000999' b='104.297997'/>\n"),
+    (input[np.uint8](), "input<matrix>", "<input/>\n"),
+    (input_array2d[np.uint8](), "input<array2d>", "<input/>\n"),
+    (input_array[np.float32, 2](), "input<array<matrix>>", "<input/>\n"),
+    (input_tensor(), "input_tensor", "<input_tensor/>\n"),
+]
+
+
+@pytest.mark.parametrize("layer, text, xml", RGB_PRINTED, ids=[t for _, t, _ in RGB_PRINTED])
+def test_printed_forms(layer, text, xml):
+    assert repr(layer) == text
+    assert layer.to_xml() == xml  # numbers at net_to_xml's precision 9
+
+
+# ----------------------------------------------------------------------------------------
+# matrices, arrays of matrices, array2d
+
+def test_input_array_values(rng):
+    batch = [tuple(rng.integers(0, 256, (2, 3), dtype=np.uint8) for _ in range(3)) for _ in range(2)]
+    got = convert(input_array[np.uint8, 3](), batch)
+    assert got.shape == (2, 3, 2, 3)
+    for n in range(2):
+        for k in range(3):
+            for r in range(2):
+                for c in range(3):
+                    assert got[n, k, r, c] == batch[n][k][r, c] / 256.0
+    floats = rng.standard_normal((2, 2, 2, 3)).astype(np.float32)
+    np.testing.assert_array_equal(convert(input_array[np.float32, 2](), list(floats)), floats)
+    np.testing.assert_array_equal(convert(input_array[np.float32, 2](), floats), floats)  # one ndarray
+    assert input_array[np.float32, 2] is input_array["float32", 2]
+
+
+def test_input_array_errors(rng):
+    layer = input_array[np.float32, 2]()
+    m = np.zeros((2, 3), np.float32)
+    with pytest.raises(ValueError, match=r"input_array\[float32, 2\].*hold 2 matrices.*input 1"):
+        convert(layer, [(m, m), (m,)])
+    with pytest.raises(ValueError, match=r"input_array\[float32, 2\].*input 1 matrix 1 has shape \(3, 3\)"):
+        convert(layer, [(m, m), (m, np.zeros((3, 3), np.float32))])
+    with pytest.raises(ValueError, match=r"input_array\[float32, 2\].*dtype uint8"):
+        convert(layer, [(m, m.astype(np.uint8))])
+    with pytest.raises(ValueError, match="input_array.*K"):
+        input_array[np.float32, 0]
+    with pytest.raises(TypeError, match="input_array.*dtype"):
+        input_array[np.complex64, 2]
+
+
+def test_input_array2d_is_input_matrix_under_another_name(rng):
+    imgs = [rng.integers(0, 256, (3, 2), dtype=np.uint8) for _ in range(2)]
+    got = convert(input_array2d[np.uint8](), imgs)
+    np.testing.assert_array_equal(got, convert(input[np.uint8](), imgs))
+    np.testing.assert_array_equal(got[1, 0], imgs[1] / 256.0)
+    assert input_array2d[np.uint8].type_expr() == "input_array2d[uint8]"
+    with pytest.raises(ValueError, match=r"input<array2d>.*float32"):
+        convert(input_array2d[np.float32](), [np.zeros((2, 2), np.float64)])
+
+
+def test_input_matrix_and_tensor_float64(rng):
+    f = [rng.standard_normal((2, 2)) for _ in range(2)]
+    got = convert(input[np.float64](), f, np.float64)
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got[:, 0], np.stack(f))
+    t = rng.standard_normal((2, 3, 1, 2))
+    np.testing.assert_array_equal(convert(input_tensor(), [t, t[:1]], np.float64), np.concatenate([t, t[:1]]))
+
+
+def test_image_space_maps_are_identity():
+    layer = input_rgb_image()
+    data = resizable_tensor(1, 3, 4, 5)
+    assert layer.image_contained_point(data, (4, 3)) and not layer.image_contained_point(data, (5, 3))
+    assert not layer.image_contained_point(data, (0, -1))
+    assert layer.tensor_space_to_image_space(data, (1, 2, 3, 4)) == (1, 2, 3, 4)
+    assert layer.image_space_to_tensor_space(data, 2.0, (1, 2, 3, 4)) == (1, 2, 3, 4)
+
+
+# ----------------------------------------------------------------------------------------
+# inside nets
+
+@pytest.mark.parametrize("expr", [
+    "fc[2, input_rgb_image_sized[3, 4]]",
+    "fc[2, input_rgb_image_pair]",
+    "fc[2, input_array[uint8, 3]]",
+    "relu[fc[2, input_array2d[float32]]]",
+    "fc[2, input[uint8]]",
+])
+def test_bracket_expressions_parse_back(expr):
+    nt = net_type_from_string(expr)
+    assert repr(nt) == expr
+    assert net_type_from_string(repr(nt)) is nt
+
+
+def test_nets_on_the_new_inputs(rng):
+    net = fc[2, input_rgb_image_sized[3, 4]]()
+    assert net(rgb(rng, 2)).shape == (2, 2, 1, 1)
+    assert str(net).splitlines()[1] == "layer<1>\tinput_rgb_image_sized(122.782,117.001,104.298) nr=3 nc=4"
+    with pytest.raises(ValueError, match=r"input_rgb_image_sized\[3, 4\].*5 rows"):
+        net(rgb(rng, 1, 5, 4))
+
+    pairs = fc[2, input_rgb_image_pair]()
+    out = np.asarray(pairs(list(zip(rgb(rng, 3), rgb(rng, 3)))))
+    assert out.shape == (6, 2, 1, 1) and pairs.sample_expansion_factor() == 2
+
+    arrays = relu[fc[2, input_array[np.uint8, 3]]]()
+    batch = [[rng.integers(0, 256, (2, 2), dtype=np.uint8) for _ in range(3)] for _ in range(4)]
+    assert np.asarray(arrays(batch)).shape == (4, 2, 1, 1)
+    assert str(arrays).splitlines()[-1] == "layer<2>\tinput<array<matrix>>"
