@@ -601,6 +601,8 @@ def _layer_at(net, i):
             raise ValueError(f"layer index {i} is past the input layer")
         node = step()
         left -= 1
+    if isinstance(node, repeat_layer):  # dlib: layer<0> of a repeat is its first copy
+        return node._layer(0)
     return node
 
 

@@ -11,6 +11,7 @@ define theirs with ``layer_template`` / ``loss_template`` and register them by n
 
 from __future__ import annotations
 
+import copy
 import numbers
 import re
 
@@ -62,8 +63,12 @@ class NetType:
         self.template, self.args, self.subnet = template, args, subnet
         self._hash = hash((id(template), args, subnet))
 
-    def __call__(self):
-        net = self.template._build(self.args, self.subnet)
+    def __call__(self, *args):
+        """A fresh net of this type. As dlib's ``net_type net(args...)``, arguments go to the
+        top layer: ``loss_mmod[...](options)`` builds ``loss_mmod_(options)``; in general the
+        top details are ``cls(*template_args, *args)``, or a copy of ``args[0]`` when that is
+        already an instance of the top layer's details class."""
+        net = self.template._build(self.args, self.subnet, args)
         net._template = self.template
         net.net_type = self
         return net
@@ -151,6 +156,12 @@ class _template:
         return self
 
 
+def _no_extra(name, extra):
+    if extra:
+        raise TypeError(f"{name}[...]: a net whose top is {name} takes no constructor arguments, "
+                        f"got {len(extra)}")
+
+
 class layer_template(_template):
     """``name[args..., SUBNET]`` -> ``add_layer(details_cls(*args, **fixed), SUBNET)``."""
 
@@ -160,9 +171,11 @@ class layer_template(_template):
         self.fixed = fixed
         _register(self)
 
-    def make_details(self, args):
+    def make_details(self, args, extra=()):
+        if len(extra) == 1 and isinstance(extra[0], self.details_cls):
+            return copy.deepcopy(extra[0])
         try:
-            return self.details_cls(*args, **self.fixed)
+            return self.details_cls(*args, *extra, **self.fixed)
         except TypeError as e:
             raise TypeError(f"{self.name}[...]: {e}") from None
         except ValueError as e:
@@ -171,19 +184,19 @@ class layer_template(_template):
     def _validate(self, args):
         self.make_details(args)
 
-    def _build(self, args, subnet_type):
+    def _build(self, args, subnet_type, extra=()):
         from .core import add_layer
 
-        return add_layer(self.make_details(args), _build_subnet(subnet_type))
+        return add_layer(self.make_details(args, extra), _build_subnet(subnet_type))
 
 
 class loss_template(layer_template):
     """``name[args..., SUBNET]`` -> ``add_loss_layer(loss_cls(*args), SUBNET)``."""
 
-    def _build(self, args, subnet_type):
+    def _build(self, args, subnet_type, extra=()):
         from .core import add_loss_layer
 
-        return add_loss_layer(self.make_details(args), _build_subnet(subnet_type))
+        return add_loss_layer(self.make_details(args, extra), _build_subnet(subnet_type))
 
 
 class _tag_template(_template):
@@ -196,7 +209,8 @@ class _tag_template(_template):
         if args:
             raise TypeError(f"{self.name}[SUBNET] takes only the SUBNET, got {len(args)} more arguments")
 
-    def _build(self, args, subnet_type):
+    def _build(self, args, subnet_type, extra=()):
+        _no_extra(self.name, extra)
         return self.node_cls(self.id, _build_subnet(subnet_type))
 
 
@@ -254,9 +268,10 @@ class _repeat_template(_template):
         if not isinstance(n, int) or n < 1:
             raise ValueError(f"repeat[...]: the number of repetitions must be an integer >= 1, got {n!r}")
 
-    def _build(self, args, subnet_type):
+    def _build(self, args, subnet_type, extra=()):
         from .core import repeat_layer
 
+        _no_extra(self.name, extra)
         n, block = args
         return repeat_layer([block() for _ in range(n)], _build_subnet(subnet_type))
 

@@ -101,7 +101,7 @@ def test_utility_exists(name):
 def test_every_computational_layer_has_two_test_layer_configurations():
     from test_layers import LAYERS
 
-    counts = collections.Counter(type(make()).__name__ for make, _ in LAYERS.values())
+    counts = collections.Counter(type(case[0]()).__name__ for case in LAYERS.values())
     missing = {name: counts.get(name, 0) for name in COMPUTATIONAL if counts.get(name, 0) < 2}
     assert not missing, f"layers with fewer than two test_layer configurations: {missing}"
 

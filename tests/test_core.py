@@ -255,3 +255,27 @@ def test_layer_index_works_on_the_sub_a_layer_sees(rng):
     net_type = dnnpy.layer_template("probe_for_test", probe_)[fc[3, relu[fc[2, input_tensor]]]]
     net_type()([rng.standard_normal((1, 2, 1, 1)).astype(np.float32)])
     assert isinstance(seen["sub1"].layer_details(), dnnpy.relu_)
+
+
+def test_net_type_call_passes_arguments_to_the_top_layer():
+    """dlib's ``net_type net(options)``: constructor arguments go to the top layer."""
+    from dnnpy import (con, input_rgb_image_pyramid, loss_mmod, loss_yolo, mmod_options, pyramid_down,
+                       sig, yolo_options)
+
+    t = loss_mmod[con[1, 3, 3, 1, 1, input_rgb_image_pyramid[pyramid_down(6)]]]
+    opts = mmod_options()
+    opts.loss_per_false_alarm = 2.5
+    assert t(opts).loss_details().options.loss_per_false_alarm == 2.5
+    assert t().loss_details().options.loss_per_false_alarm == 1
+    prototype = t(opts).loss_details()
+    copied = t(prototype).loss_details()           # an instance of the details class is copied
+    assert copied is not prototype and copied.options.loss_per_false_alarm == 2.5
+
+    yt = loss_yolo[dnnpy.tag1, sig[con[6, 1, 1, 1, 1, dnnpy.tag1[input_tensor]]]]
+    yopts = yolo_options()
+    assert yt(yopts).loss_details().options is yopts
+
+    with pytest.raises(TypeError, match="fc"):
+        fc[3, input_tensor](1, 2, 3)
+    with pytest.raises(TypeError, match="tag1"):
+        dnnpy.tag1[input_tensor](3)

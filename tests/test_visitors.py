@@ -41,9 +41,8 @@ def test_net_layers_is_dlibs_layer_indexing():
     layers = net_layers(net)
     assert len(layers) == net.num_layers() == 15
     assert [kind(n) for n in layers] == KINDS
-    for i in range(1, 15):
-        if i != 6:  # dnnpy's layer() returns the repeat node itself there; dlib's layer<6> is its first copy
-            assert layers[i] is layer(net, i)
+    for i in range(1, 15):  # layer 6 lands on the repeat: dlib's layer<6> is its first copy
+        assert layers[i] is layer(net, i)
     assert layers[0] is net and layers[-1] is net.input_layer()
     # inside the repeat: layer 6 is the top of the first copy, 8 its tag, 9 the second copy
     rep = layer(net, 5).subnet()

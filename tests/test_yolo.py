@@ -1,12 +1,13 @@
 """loss_yolo_: options, printing, dlib's gradient and loss value against an independent loop
 reference, a derivative check of the gradient's formulas, to_label + NMS, and a net."""
 
+import io
 import math
 
 import numpy as np
 import pytest
 
-from dnnpy import (anchor_box_details, con, input_tensor, layer, loss_yolo, loss_yolo_, net_type_from_string,
+from dnnpy import (anchor_box_details, con, input_tensor, layer, loss_yolo, loss_yolo_, net_to_dot, net_type_from_string,
                    sig, tag1, tag2, tag3, test_loss, yolo_options, yolo_rect)
 from dnnpy.geometry import drectangle, mmod_rect, test_box_overlap
 from dnnpy.tensor import resizable_tensor
@@ -403,6 +404,10 @@ def test_net_level(rng):
     assert len(dets) == 2 and all(isinstance(d, yolo_rect) for d in dets[0])
     confs = [d.detection_confidence for d in dets[0]]
     assert confs == sorted(confs, reverse=True) and len(confs) >= 1
+    # net_to_dot draws loss_yolo with an edge from each head (dlib's special case)
+    buf = io.StringIO()
+    net_to_dot(net, buf)
+    assert buf.getvalue().endswith('3 -> 2\n0 [shape=record, label="{layer|{0}} | loss_yolo"]\n2 -> 0\n5 -> 0\n}')
 
 
 def test_non_square_input_quirks():

@@ -192,10 +192,12 @@ class loss_yolo_(loss_layer):
     """
 
     def __init__(self, *tags, options=None):
-        if tags and isinstance(tags[0], yolo_options):
-            if options is not None:
-                raise TypeError("loss_yolo_: options given twice")
-            options, tags = tags[0], tags[1:]
+        for end in (0, -1):  # options first, or last (as net_type(options) passes them)
+            if tags and isinstance(tags[end], yolo_options):
+                if options is not None:
+                    raise TypeError("loss_yolo_: options given twice")
+                options = tags[end]
+                tags = tags[1:] if end == 0 else tags[:-1]
         if not tags:
             raise TypeError("loss_yolo_: at least one tag template (the detection heads) is required")
         self._tag_ids = [_tag_id(t, "loss_yolo_") for t in tags]
