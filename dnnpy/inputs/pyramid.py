@@ -19,7 +19,7 @@ import numpy as np
 from .. import tensor_tools as tt
 from ..geometry import drectangle, dcenter, lround, nearest_rect, rectangle, round_point
 from ..tensor import alias_tensor
-from .base import input_layer
+from .base import input_layer, rgb_averages
 
 __all__ = ["pyramid_down", "input_rgb_image_pyramid", "input_grayscale_image_pyramid",
            "compute_tiled_image_pyramid_details", "image_to_tiled_pyramid", "tiled_pyramid_to_image"]
@@ -396,7 +396,7 @@ class _input_grayscale_image_pyramid(_input_image_pyramid):
                 f"' pyramid_outer_padding='{self.pyramid_outer_padding}'/>\n")
 
 
-class _input_rgb_image_pyramid(_input_image_pyramid):
+class _input_rgb_image_pyramid(_input_image_pyramid, rgb_averages):
     """Batch of ``H x W x 3`` uint8 RGB images -> ``(N, 3, NR, NC)`` tiled pyramids of
     ``(channel - avg)/256``."""
 
@@ -404,23 +404,8 @@ class _input_rgb_image_pyramid(_input_image_pyramid):
     _channels = 3
 
     def __init__(self, avg_red=122.782, avg_green=117.001, avg_blue=104.298):
-        super().__init__()
-        for name, v in (("avg_red", avg_red), ("avg_green", avg_green), ("avg_blue", avg_blue)):
-            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
-                raise TypeError(f"input_rgb_image_pyramid: {name} must be a number, got {v!r}")
-        # dlib stores floats
-        self.avg_red = float(np.float32(avg_red))
-        self.avg_green = float(np.float32(avg_green))
-        self.avg_blue = float(np.float32(avg_blue))
-
-    def get_avg_red(self):
-        return self.avg_red
-
-    def get_avg_green(self):
-        return self.avg_green
-
-    def get_avg_blue(self):
-        return self.avg_blue
+        _input_image_pyramid.__init__(self)
+        rgb_averages.__init__(self, avg_red, avg_green, avg_blue)
 
     def _write_level0(self, window, imgs):
         dt = window.dtype.type
