@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..printing import xml_num
 from ..tensor import resizable_tensor, tensor
 
 __all__ = ["input", "input_tensor", "input_rgb_image"]
@@ -44,10 +45,6 @@ def _stack_images(layer, items, ndim, what):
         arrays.append(a)
     return np.stack(arrays) if not isinstance(items, np.ndarray) else items
 
-
-def xml_num(x) -> str:
-    """A number as dlib's ``to_xml`` prints it (``net_to_xml`` sets stream precision 9)."""
-    return f"{x:.9g}"
 
 
 class image_space_identity:

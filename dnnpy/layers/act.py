@@ -25,7 +25,7 @@ from ..tensor import resizable_tensor
 from ..templates import layer_template
 from . import base
 from .base import check_int, computational_layer, fmt
-from .linear import xml_matrix
+from ..printing import xml_matrix
 
 __all__ = ["adaptive_computation_time_", "adaptive_computation_time", "act", "act4", "act16"]
 

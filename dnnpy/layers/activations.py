@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import tensor_tools as tt
 from ..templates import layer_template
-from ..inputs.base import xml_num
+from ..printing import xml_matrix, xml_num
 from .base import computational_layer, fmt
 
 __all__ = ["relu_", "relu", "prelu_", "prelu", "leaky_relu_", "leaky_relu", "sig_", "sig",
@@ -33,12 +33,6 @@ def as_float32(layer_name, name, value):
         raise ValueError(f"{layer_name}: {name} must be finite, got {value}")
     return value
 
-
-def xml_matrix(t):
-    """A tensor printed as dlib prints ``mat(t)`` under ``net_to_xml`` (precision 9): one row
-    per sample, values separated by spaces (approximately dlib's matrix ``operator<<``)."""
-    rows = np.asarray(t, dtype=np.float64).reshape(t.num_samples(), -1)
-    return "".join(" ".join(xml_num(float(v)) for v in row) + " \n" for row in rows)
 
 
 class _identity_map:

@@ -19,7 +19,8 @@ from .. import tensor_tools as tt
 from ..tensor import alias_tensor, resizable_tensor
 from ..templates import layer_template
 from .base import computational_layer
-from .norm import CONV_MODE, FC_MODE, bn_, check_mode, mat_str
+from ..printing import xml_matrix
+from .norm import CONV_MODE, FC_MODE, bn_, check_mode
 
 __all__ = ["affine_", "affine"]
 
@@ -139,7 +140,7 @@ class affine_(computational_layer):
     def to_xml(self):
         name = "affine_con" if self.mode == CONV_MODE else "affine_fc"
         attr = " disabled='true'" if self.disabled else ""
-        return f"<{name}{attr}>\n" + mat_str(self.params) + f"</{name}>\n"
+        return f"<{name}{attr}>\n" + xml_matrix(self.params) + f"</{name}>\n"
 
 
 affine = layer_template("affine", affine_)

@@ -14,7 +14,7 @@ import numbers
 import numpy as np
 
 from .. import tensor_tools as tt
-from ..inputs.base import xml_num
+from ..printing import xml_num
 from ..tensor import resizable_tensor
 from ..templates import layer_template
 from .activations import _identity_map, as_float32

@@ -14,6 +14,7 @@ import numpy as np
 from .. import tensor_tools as tt
 from ..tensor import alias_tensor
 from ..templates import layer_template
+from ..printing import xml_matrix
 from .base import check_int, computational_layer, fmt, randomize_parameters
 
 __all__ = ["linear_", "linear", "linear_no_bias", "LINEAR_HAS_BIAS", "LINEAR_NO_BIAS"]
@@ -21,15 +22,6 @@ __all__ = ["linear_", "linear", "linear_no_bias", "LINEAR_HAS_BIAS", "LINEAR_NO_
 LINEAR_HAS_BIAS = 0
 LINEAR_NO_BIAS = 1
 
-
-def xml_matrix(t) -> str:
-    """A tensor as dlib prints ``mat(t)`` in ``to_xml``: one line per sample, values
-    separated by spaces (an approximation of dlib's column widths)."""
-    a = np.asarray(t)
-    if a.size == 0:
-        return ""
-    rows = a.reshape(a.shape[0], -1)
-    return "".join(" ".join(f"{float(v):g}" for v in row) + " \n" for row in rows)
 
 
 class linear_(computational_layer):

@@ -19,6 +19,7 @@ import numbers
 from .. import tensor_tools as tt
 from ..tensor import alias_tensor, resizable_tensor
 from ..templates import layer_template
+from ..printing import xml_matrix
 from .base import check_int, computational_layer, fmt, with_multipliers
 
 __all__ = ["CONV_MODE", "FC_MODE", "bn_", "bn_con", "bn_fc", "layer_norm_", "layer_norm",
@@ -45,16 +46,6 @@ def check_eps(layer_name, eps):
         raise ValueError(f"{layer_name}: eps must be a number > 0, got {eps!r}")
     return float(eps)
 
-
-def mat_str(t, precision=6):
-    """A tensor printed as dlib prints ``mat(t)``: ``num_samples`` rows of
-    ``size/num_samples`` values, each right-aligned to the widest and followed by a space."""
-    a = t.host_read().reshape(t.num_samples(), -1) if t.size() else None
-    if a is None:
-        return ""
-    cells = [[f"{float(v):.{precision}g}" for v in row] for row in a]
-    w = max(len(c) for row in cells for c in row)
-    return "".join("".join(c.rjust(w) + " " for c in row) + "\n" for row in cells)
 
 
 class _normalization(computational_layer, with_multipliers):
@@ -182,7 +173,7 @@ class bn_(_normalization):
     def to_xml(self):
         return (f"<{self._name()} eps='{fmt(self.eps)}'"
                 f" running_stats_window_size='{self.running_stats_window_size}'"
-                + self._xml_attrs() + ">\n" + mat_str(self.params) + f"</{self._name()}>\n")
+                + self._xml_attrs() + ">\n" + xml_matrix(self.params) + f"</{self._name()}>\n")
 
 
 class layer_norm_(_normalization):
@@ -223,7 +214,7 @@ class layer_norm_(_normalization):
 
     def to_xml(self):
         return (f"<layer_norm eps='{fmt(self.eps)}'" + self._xml_attrs() + ">\n"
-                + mat_str(self.params) + "</layer_norm>\n")
+                + xml_matrix(self.params) + "</layer_norm>\n")
 
 
 class rms_norm_(_normalization):
@@ -258,7 +249,7 @@ class rms_norm_(_normalization):
 
     def to_xml(self):
         return (f"<rms_norm eps='{fmt(self.eps)}'" + self._xml_attrs() + ">\n"
-                + mat_str(self.params) + "</rms_norm>\n")
+                + xml_matrix(self.params) + "</rms_norm>\n")
 
 
 bn_con = layer_template("bn_con", bn_, mode=CONV_MODE)

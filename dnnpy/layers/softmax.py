@@ -11,7 +11,7 @@ from .. import tensor_tools as tt
 from ..tensor import resizable_tensor
 from ..tensor_tools.activations import CHANNEL_WISE, PLANE_WISE
 from ..templates import layer_template
-from ..inputs.base import xml_num
+from ..printing import xml_num
 from .base import computational_layer, fmt
 
 __all__ = ["softmax_", "softmax", "softmaxm", "softmax_all_", "softmax_all",

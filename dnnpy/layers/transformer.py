@@ -22,7 +22,7 @@ from ..tensor import resizable_tensor
 from ..templates import layer_template
 from . import base
 from .base import check_int, computational_layer, fmt
-from .linear import xml_matrix
+from ..printing import xml_matrix
 
 __all__ = ["tril_", "tril", "tril_mask", "tril_diag", "zero_tag", "neg_infinity_tag",
            "positional_encodings_", "positional_encodings", "embeddings_", "embeddings"]

@@ -17,7 +17,8 @@ from ..templates import loss_template
 from ..tensor import resizable_tensor
 from ._logistic import check_output_dims, float_labels, int_labels
 from .base import loss_layer
-from .regression import _fieldless_loss, assign_gradient, prepare, xml_num
+from ..printing import xml_num
+from .regression import _fieldless_loss, assign_gradient, prepare
 
 __all__ = ["loss_metric_", "loss_metric", "loss_ranking_", "loss_ranking",
            "loss_barlow_twins_", "loss_barlow_twins"]

@@ -19,6 +19,7 @@ import numpy as np
 from ..layers.base import check_int, fmt
 from ..templates import loss_template
 from ._logistic import check_label_count, check_output_dims, check_subnet, float_labels
+from ..printing import xml_num
 from .base import loss_layer
 
 __all__ = ["loss_mean_squared_", "loss_mean_squared",
@@ -29,10 +30,6 @@ __all__ = ["loss_mean_squared_", "loss_mean_squared",
 
 _F64 = np.float64
 
-
-def xml_num(x) -> str:
-    """A number as dlib's ``to_xml`` prints it: ``net_to_xml`` sets stream precision 9."""
-    return f"{x:.9g}"
 
 
 def prepare(name, x, sub, labels, **dims):
