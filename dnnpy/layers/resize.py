@@ -19,18 +19,13 @@ __all__ = ["upsample_", "resize_to_", "reshape_to_", "resize_prev_to_tagged_", "
            "resize_to", "reshape_to", "flatten", "resize_prev_to_tagged"]
 
 
-class upsample_(computational_layer):
-    """Bilinear upsampling to ``(scale_y*nr, scale_x*nc)``. ``scale_x`` defaults to
-    ``scale_y`` (dlib's ``upsample<scale>`` is ``upsample_<scale, scale>``)."""
-
-    def __init__(self, scale_y, scale_x=None):
-        super().__init__()
-        self.scale_y = check_int("upsample_", "scale_y", scale_y, 1)
-        self.scale_x = check_int("upsample_", "scale_x", self.scale_y if scale_x is None else scale_x, 1)
+class _bilinear_resample(computational_layer):
+    """What upsample_ and resize_to_ share: a bilinear resize to ``_output_size(x)``, with
+    scale factors ``scale_y``, ``scale_x`` (output size / input size) for the point maps."""
 
     def forward(self, sub, output):
         x = sub.get_output()
-        output.set_size(x.num_samples(), x.k(), self.scale_y * x.nr(), self.scale_x * x.nc())
+        output.set_size(x.num_samples(), x.k(), *self._output_size(x))
         tt.resize_bilinear(output, x)
 
     def backward(self, gradient_input, sub, params_grad):
@@ -42,6 +37,19 @@ class upsample_(computational_layer):
     def map_output_to_input(self, p):
         return (p[0] / self.scale_x, p[1] / self.scale_y)
 
+
+class upsample_(_bilinear_resample):
+    """Bilinear upsampling to ``(scale_y*nr, scale_x*nc)``. ``scale_x`` defaults to
+    ``scale_y`` (dlib's ``upsample<scale>`` is ``upsample_<scale, scale>``)."""
+
+    def __init__(self, scale_y, scale_x=None):
+        super().__init__()
+        self.scale_y = check_int("upsample_", "scale_y", scale_y, 1)
+        self.scale_x = check_int("upsample_", "scale_x", self.scale_y if scale_x is None else scale_x, 1)
+
+    def _output_size(self, x):
+        return self.scale_y * x.nr(), self.scale_x * x.nc()
+
     def __repr__(self):
         return f"upsample\t (scale_y={self.scale_y}, scale_x={self.scale_x})"
 
@@ -49,7 +57,7 @@ class upsample_(computational_layer):
         return f"<upsample scale_y='{self.scale_y}' scale_x='{self.scale_x}'/>\n"
 
 
-class resize_to_(computational_layer):
+class resize_to_(_bilinear_resample):
     """Bilinear resize of every plane to ``NR x NC``; ``scale_y = NR / in.nr`` and
     ``scale_x = NC / in.nc`` are recorded by each forward (dlib serializes them)."""
 
@@ -61,21 +69,10 @@ class resize_to_(computational_layer):
         self.scale_y = 1.0
         self.scale_x = 1.0
 
-    def forward(self, sub, output):
-        x = sub.get_output()
+    def _output_size(self, x):
         self.scale_y = self.NR / x.nr()
         self.scale_x = self.NC / x.nc()
-        output.set_size(x.num_samples(), x.k(), self.NR, self.NC)
-        tt.resize_bilinear(output, x)
-
-    def backward(self, gradient_input, sub, params_grad):
-        tt.resize_bilinear_gradient(sub.get_gradient_input(), gradient_input)
-
-    def map_input_to_output(self, p):
-        return (p[0] * self.scale_x, p[1] * self.scale_y)
-
-    def map_output_to_input(self, p):
-        return (p[0] / self.scale_x, p[1] / self.scale_y)
+        return self.NR, self.NC
 
     def __repr__(self):
         return f"resize_to (nr={self.NR}, nc={self.NC})"
