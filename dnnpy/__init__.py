@@ -18,6 +18,7 @@ from . import tensor_tools
 from .core import (add_layer, add_loss_layer, add_skip_layer, add_tag_layer, input_layer, layer,
                    repeat_layer)
 from .errors import SerializationError
+from .solvers import adam, make_solvers, sgd
 from .geometry import drectangle, ignored_mmod_rect, mmod_rect, rectangle, test_box_overlap
 from .inputs import *  # noqa: F401,F403
 from .inputs import __all__ as _inputs_all
@@ -44,7 +45,7 @@ __all__ = [
     "add_layer", "add_loss_layer", "add_tag_layer", "add_skip_layer", "repeat_layer", "layer",
     "input_layer", "repeat", "SUBNET", "NetType", "net_type_from_string", "layer_template",
     "loss_template",
-    "test_layer", "layer_test_results", "test_loss", "loss_test_results", "force_cpu", "use_cuda", "SerializationError",
+    "test_layer", "layer_test_results", "test_loss", "loss_test_results", "force_cpu", "use_cuda", "SerializationError", "sgd", "adam", "make_solvers",
     "rectangle", "drectangle", "mmod_rect", "ignored_mmod_rect", "test_box_overlap",
     *[f"tag{i}" for i in range(1, 11)], *[f"skip{i}" for i in range(1, 11)], *_layers_all,
     *_inputs_all, *_loss_all, *_visitors_all,

@@ -74,6 +74,29 @@ class _node:
     def clean(self):
         self._subnet.clean()
 
+    def update_parameters(self, solvers, learning_rate):
+        """Apply one solver step to every computational layer (dlib's ``update_parameters``).
+
+        ``solvers``: one solver per computational layer, index 0 nearest the output (see
+        ``dnnpy.make_solvers``). Layers with no parameter gradient or a zero learning-rate
+        multiplier are skipped. Requires ``0 < learning_rate``.
+        """
+        from .layers.base import get_learning_rate_multiplier
+        from .visitors.walk import net_layers
+
+        if not learning_rate > 0:
+            raise ValueError(f"update_parameters: learning_rate must be > 0, got {learning_rate}")
+        layers = [n for n in net_layers(self) if isinstance(n, add_layer)]
+        if len(solvers) != len(layers):
+            raise ValueError(f"update_parameters: the net has {len(layers)} computational layers "
+                             f"but {len(solvers)} solvers were given")
+        for node, solver in zip(layers, solvers):
+            grad = node._params_grad
+            if grad.size() != 0 and get_learning_rate_multiplier(node._details) != 0:
+                step = solver(learning_rate, node._details, grad)
+                params = node._details.get_layer_params()
+                tt.add(1, params, 1, step)
+
     def get_parameter_gradient(self) -> tensor:
         return _EMPTY
 

@@ -28,7 +28,7 @@ __all__ = [
 # cpu/<concept>.py); the core ops stay below. Every module's __all__ joins this package's.
 from importlib import import_module as _import_module
 
-for _name in ("activations", "norm", "spatial", "resize", "merge"):
+for _name in ("activations", "norm", "spatial", "resize", "merge", "solver"):
     _module = _import_module(f".{_name}", __name__)
     for _symbol in _module.__all__:
         globals()[_symbol] = getattr(_module, _symbol)

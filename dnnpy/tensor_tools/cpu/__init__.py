@@ -15,7 +15,7 @@ __all__ = [
     "assign_bias_gradient", "assign_conv_bias_gradient", "dot", "gemm", "relu", "relu_gradient",
 ]
 
-for _name in ("activations", "norm", "spatial", "resize", "merge"):
+for _name in ("activations", "norm", "spatial", "resize", "merge", "solver"):
     _module = import_module(f".{_name}", __name__)
     for _symbol in _module.__all__:
         globals()[_symbol] = getattr(_module, _symbol)
