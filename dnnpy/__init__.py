@@ -19,6 +19,7 @@ from .core import (add_layer, add_loss_layer, add_skip_layer, add_tag_layer, inp
                    repeat_layer)
 from .errors import SerializationError
 from .solvers import adam, make_solvers, sgd
+from .serialization import deserialize, load, serialize
 from .geometry import drectangle, ignored_mmod_rect, mmod_rect, rectangle, test_box_overlap
 from .inputs import *  # noqa: F401,F403
 from .inputs import __all__ as _inputs_all
@@ -34,6 +35,11 @@ from .tensor import alias_tensor, have_same_dimensions, resizable_tensor, tensor
 from .tensor_tools import force_cpu, use_cuda
 from .testing import layer_test_results, test_layer
 from .testing_loss import loss_test_results, test_loss
+from .trainer import dnn_trainer
+from .statistics import (count_steps_without_decrease, count_steps_without_decrease_robust,
+                         count_steps_without_increase, probability_that_sequence_is_increasing,
+                         probability_values_are_increasing, probability_values_are_increasing_robust,
+                         running_gradient, running_stats, running_stats_decayed)
 
 tag1, tag2, tag3, tag4, tag5, tag6, tag7, tag8, tag9, tag10 = tag_templates
 skip1, skip2, skip3, skip4, skip5, skip6, skip7, skip8, skip9, skip10 = skip_templates
@@ -46,6 +52,11 @@ __all__ = [
     "input_layer", "repeat", "SUBNET", "NetType", "net_type_from_string", "layer_template",
     "loss_template",
     "test_layer", "layer_test_results", "test_loss", "loss_test_results", "force_cpu", "use_cuda", "SerializationError", "sgd", "adam", "make_solvers",
+    "serialize", "deserialize", "load",
+    "dnn_trainer", "running_stats", "running_stats_decayed", "running_gradient",
+    "count_steps_without_decrease", "count_steps_without_decrease_robust",
+    "count_steps_without_increase", "probability_values_are_increasing",
+    "probability_values_are_increasing_robust", "probability_that_sequence_is_increasing",
     "rectangle", "drectangle", "mmod_rect", "ignored_mmod_rect", "test_box_overlap",
     *[f"tag{i}" for i in range(1, 11)], *[f"skip{i}" for i in range(1, 11)], *_layers_all,
     *_inputs_all, *_loss_all, *_visitors_all,

@@ -90,6 +90,19 @@ class sgd:
     def __repr__(self):
         return f"sgd: weight_decay={self.weight_decay:g}, momentum={self.momentum:g}"
 
+    # dlib: "sgd2", v, weight_decay (float), momentum (float)
+    def serialize(self, w):
+        w.string("sgd2")
+        w.tensor(self.v)
+        w.float32(self.weight_decay)
+        w.float32(self.momentum)
+
+    def deserialize(self, r):
+        r.expect_string("sgd2", what="the sgd version string 'sgd2'")
+        self.v = r.tensor("sgd's v tensor")
+        self.weight_decay = r.float32("sgd's weight_decay")
+        self.momentum = r.float32("sgd's momentum")
+
 
 class adam:
     """Adam (Kingma & Ba) with L2 weight decay folded into the gradient, as dlib's."""
@@ -131,6 +144,24 @@ class adam:
     def __repr__(self):
         return (f"adam: weight_decay={self.weight_decay:g}, momentum1={self.momentum1:g}, "
                 f"momentum2={self.momentum2:g}")
+
+    # dlib: "adam2", m, v, s, then weight_decay, momentum1, momentum2, t (all C++ floats)
+    def serialize(self, w):
+        w.string("adam2")
+        for t in (self.m, self.v, self.s):
+            w.tensor(t)
+        for x in (self.weight_decay, self.momentum1, self.momentum2, self.t):
+            w.float32(x)
+
+    def deserialize(self, r):
+        r.expect_string("adam2", what="the adam version string 'adam2'")
+        self.m = r.tensor("adam's m tensor")
+        self.v = r.tensor("adam's v tensor")
+        self.s = r.tensor("adam's s tensor")
+        self.weight_decay = r.float32("adam's weight_decay")
+        self.momentum1 = r.float32("adam's momentum1")
+        self.momentum2 = r.float32("adam's momentum2")
+        self.t = r.float32("adam's t")
 
 
 def make_solvers(net, solver):

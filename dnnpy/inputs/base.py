@@ -25,6 +25,18 @@ class input_layer:
     def to_tensor(self, batch, data: resizable_tensor):
         raise NotImplementedError
 
+    # dlib's serialize/deserialize. Input layers without fields write only their version
+    # string (``_ser_version``); the others override both methods.
+    _ser_version = None
+
+    def serialize(self, w) -> None:
+        if self._ser_version is None:
+            raise NotImplementedError(f"{type(self).__name__} has no dlib serialization")
+        w.string(self._ser_version)
+
+    def deserialize(self, r) -> None:
+        r.expect_string(self._ser_version)
+
     def _batch(self, batch):
         items = list(batch) if not isinstance(batch, np.ndarray) else batch
         if len(items) == 0:
@@ -103,6 +115,33 @@ class rgb_averages:
     def get_avg_blue(self):
         return self.avg_blue
 
+    def _write_avgs(self, w):
+        """The three ``float`` means, in dlib's order."""
+        w.float32(self.avg_red)
+        w.float32(self.avg_green)
+        w.float32(self.avg_blue)
+
+    def _read_avgs(self, r):
+        red = r.float32("avg_red")
+        green = r.float32("avg_green")
+        blue = r.float32("avg_blue")
+        self.avg_red, self.avg_green, self.avg_blue = red, green, blue
+
+    def _read_rgb_record(self, r, own):
+        """dlib's readers of ``input_rgb_image`` and ``input_rgb_image_pair``: they accept the
+        records of input_rgb_image, input_rgb_image_sized (whose nr, nc are read and dropped)
+        and input_rgb_image_pair, and keep only the means."""
+        versions = (own,) + tuple(v for v in ("input_rgb_image", "input_rgb_image_sized",
+                                               "input_rgb_image_pair") if v != own)
+        found = r.expect_string(*versions)
+        red = r.float32("avg_red")
+        green = r.float32("avg_green")
+        blue = r.float32("avg_blue")
+        if found == "input_rgb_image_sized":
+            r.uint("input_rgb_image_sized's nr")
+            r.uint("input_rgb_image_sized's nc")
+        self.avg_red, self.avg_green, self.avg_blue = red, green, blue
+
     def _avgs_str(self):
         return f"({self.avg_red:g},{self.avg_green:g},{self.avg_blue:g})"
 
@@ -122,6 +161,13 @@ class input_rgb_image(rgb_averages, image_space_identity, input_layer):
         data.set_size(n, 3, nr, nc)
         write_rgb_planar(data.host_write_only(), imgs, (self.avg_red, self.avg_green, self.avg_blue))
 
+    def serialize(self, w):
+        w.string("input_rgb_image")
+        self._write_avgs(w)
+
+    def deserialize(self, r):
+        self._read_rgb_record(r, "input_rgb_image")
+
     def __repr__(self):
         return f"input_rgb_image{self._avgs_str()}"
 
@@ -132,6 +178,8 @@ class input_rgb_image(rgb_averages, image_space_identity, input_layer):
 class input_tensor(input_layer):
     """Batch of dnnpy tensors (or 4-D arrays) with equal ``(k, nr, nc)``: their samples are
     concatenated."""
+
+    _ser_version = "input_tensor"
 
     def to_tensor(self, batch, data):
         items = self._batch(batch)
@@ -157,6 +205,7 @@ class _input_matrix(image_space_identity, input_layer):
     256, others copied (dlib's ``input<matrix<T>>``)."""
 
     dtype = None  # set by input[dtype]
+    _ser_version = "input<matrix>"
 
     @classmethod
     def type_expr(cls) -> str:

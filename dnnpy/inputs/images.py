@@ -95,6 +95,26 @@ class _input_rgb_image_sized(rgb_averages, image_space_identity, input_layer):
         data.set_size(imgs.shape[0], 3, self.NR, self.NC)
         write_rgb_planar(data.host_write_only(), imgs, (self.avg_red, self.avg_green, self.avg_blue))
 
+    def serialize(self, w):
+        w.string("input_rgb_image_sized")
+        self._write_avgs(w)
+        w.uint(self.NR)
+        w.uint(self.NC)
+
+    def deserialize(self, r):
+        # dlib's reader takes only its own record, and the sizes must be the type's
+        r.expect_string("input_rgb_image_sized")
+        red = r.float32("avg_red")
+        green = r.float32("avg_green")
+        blue = r.float32("avg_blue")
+        start = r.pos
+        nr = r.uint("input_rgb_image_sized's nr")
+        nc = r.uint("input_rgb_image_sized's nc")
+        if (nr, nc) != (self.NR, self.NC):
+            raise r.error(f"input_rgb_image_sized: the file has images of nr={nr} rows and nc={nc} "
+                          f"columns but the net type has nr={self.NR} and nc={self.NC}", start)
+        self.avg_red, self.avg_green, self.avg_blue = red, green, blue
+
     def __repr__(self):
         return f"input_rgb_image_sized{self._avgs_str()} nr={self.NR} nc={self.NC}"
 
@@ -147,6 +167,13 @@ class input_rgb_image_pair(rgb_averages, image_space_identity, input_layer):
         data.set_size(imgs.shape[0], 3, nr, nc)
         write_rgb_planar(data.host_write_only(), imgs, (self.avg_red, self.avg_green, self.avg_blue))
 
+    def serialize(self, w):
+        w.string("input_rgb_image_pair")
+        self._write_avgs(w)
+
+    def deserialize(self, r):
+        self._read_rgb_record(r, "input_rgb_image_pair")
+
     def __repr__(self):
         return f"input_rgb_image_pair{self._avgs_str()}"
 
@@ -163,6 +190,7 @@ class _input_array(image_space_identity, input_layer):
 
     dtype = None
     K = None
+    _ser_version = "input<array<matrix>>"
 
     @classmethod
     def type_expr(cls) -> str:
@@ -219,6 +247,8 @@ input_array = _bracket_input("input_array", _array_args, _make_array)
 
 class _input_array2d(_input_matrix):
     """dlib's ``input<array2d<T>>``: the same conversion as ``input<matrix<T>>``."""
+
+    _ser_version = "input<array2d>"
 
     @classmethod
     def type_expr(cls) -> str:

@@ -373,6 +373,10 @@ class _input_image_pyramid(input_layer):
     def _write_level0(self, window, imgs):
         raise NotImplementedError
 
+    def _write_paddings(self, w):
+        w.uint(self.pyramid_padding)
+        w.uint(self.pyramid_outer_padding)
+
     def _paddings_str(self):
         return f" pyramid_padding={self.pyramid_padding} pyramid_outer_padding={self.pyramid_outer_padding}"
 
@@ -386,6 +390,16 @@ class _input_grayscale_image_pyramid(_input_image_pyramid):
     def _write_level0(self, window, imgs):
         window[:, 0] = imgs
         window /= window.dtype.type(256)
+
+    def serialize(self, w):
+        w.string("input_grayscale_image_pyramid")
+        self._write_paddings(w)
+
+    def deserialize(self, r):
+        r.expect_string("input_grayscale_image_pyramid")
+        padding = r.uint("pyramid_padding")
+        outer = r.uint("pyramid_outer_padding")
+        self.pyramid_padding, self.pyramid_outer_padding = padding, outer
 
     def __repr__(self):
         return "input_grayscale_image_pyramid()" + self._paddings_str()
@@ -413,6 +427,24 @@ class _input_rgb_image_pyramid(_input_image_pyramid, rgb_averages):
             # dlib: (pixel - avg) in float, then / 256 (exact)
             np.subtract(imgs[..., c], dt(avg), out=window[:, c], dtype=window.dtype)
         window /= dt(256)
+
+    def serialize(self, w):
+        w.string("input_rgb_image_pyramid2")
+        self._write_avgs(w)
+        self._write_paddings(w)
+
+    def deserialize(self, r):
+        # v1 ("input_rgb_image_pyramid") had no paddings: dlib then uses 10 and 11
+        found = r.expect_string("input_rgb_image_pyramid", "input_rgb_image_pyramid2")
+        red = r.float32("avg_red")
+        green = r.float32("avg_green")
+        blue = r.float32("avg_blue")
+        padding, outer = 10, 11
+        if found == "input_rgb_image_pyramid2":
+            padding = r.uint("pyramid_padding")
+            outer = r.uint("pyramid_outer_padding")
+        self.avg_red, self.avg_green, self.avg_blue = red, green, blue
+        self.pyramid_padding, self.pyramid_outer_padding = padding, outer
 
     def __repr__(self):
         return (f"input_rgb_image_pyramid({self.avg_red:g},{self.avg_green:g},{self.avg_blue:g})"

@@ -24,6 +24,7 @@ from .. import tensor_tools as tt
 from ..tensor import resizable_tensor
 from ..templates import layer_template
 from . import base
+from ._serial import assign_tensor
 from .base import check_int, computational_layer, fmt
 from ..printing import xml_matrix
 
@@ -122,7 +123,9 @@ class adaptive_computation_time_(computational_layer):
             raise ValueError(f"adaptive_computation_time_: input{x.shape} does not match the (k, nr, nc) = "
                              f"({self.num_channels_}, {self.seq_len_}, {self.d_model_}) it was set up for")
         output.copy_size(x)
-        if x.num_samples() != self.batch_size_:
+        if (x.num_samples() != self.batch_size_
+                or self.halting_probs_.size() != self.batch_size_ * self.seq_len_):
+            # (the second test: a deserialized layer allocates its workspace here, lazily)
             self.batch_size_ = x.num_samples()
             self._allocate_workspace()
         output.fill(0)
@@ -161,6 +164,56 @@ class adaptive_computation_time_(computational_layer):
         if self.enable_depth_scaling_:
             tt.apply_act_depth_scaling(data_grad, self.n_steps_, self.batch_size_, self.seq_len_,
                                        self.d_model_, self.num_channels_, float(self.max_steps_), 0.1)
+
+    _SER_DIMS = ("batch_size_", "seq_len_", "d_model_", "num_channels_", "feature_dim_")
+
+    def serialize(self, w):
+        """dlib's "act_": max_steps_ (long), halt_threshold_, ponder_penalty_ (floats),
+        enable_depth_scaling_ (bool), batch_size_, seq_len_, d_model_, num_channels_,
+        feature_dim_ (longs), params (tensor)."""
+        w.string("act_")
+        w.int(self.max_steps_)
+        w.float32(self.halt_threshold_)
+        w.float32(self.ponder_penalty_)
+        w.bool(self.enable_depth_scaling_)
+        for f in self._SER_DIMS:
+            w.int(getattr(self, f))
+        w.tensor(self.params)
+
+    def deserialize(self, r):
+        """max_steps_ must be the type's; the rest is restored. dlib reallocates the workspace
+        here; dnnpy empties it and the next forward allocates it (so corrupted batch or
+        sequence sizes in a file never cause a giant allocation). The dims must be >= 0, feature_dim_ = d_model_ *
+        num_channels_, and params empty or ``feature_dim_ + 1`` values."""
+        who = "adaptive_computation_time_ (act_)"
+        r.expect_string("act_")
+        at = r.pos
+        max_steps = r.int("act_'s max_steps_")
+        if max_steps != self.max_steps_:
+            raise r.error(f"{who}: the file has max_steps={max_steps} but the net type has "
+                          f"max_steps={self.max_steps_}", at)
+        threshold = r.float32("act_'s halt_threshold_")
+        penalty = r.float32("act_'s ponder_penalty_")
+        depth_scaling = r.bool("act_'s enable_depth_scaling_")
+        dims_at = r.pos
+        dims = [r.int(f"act_'s {f}") for f in self._SER_DIMS]
+        params_at = r.pos
+        params = r.tensor("act_'s params")
+        batch, seq, d_model, channels, feature_dim = dims
+        if min(dims) < 0 or feature_dim != d_model * channels:
+            raise r.error(f"{who}: the file's dims {dict(zip(self._SER_DIMS, dims))} are inconsistent",
+                          dims_at)
+        if params.size() not in (0, feature_dim + 1):
+            raise r.error(f"{who}: the file's params {params.shape} must hold feature_dim + 1 = "
+                          f"{feature_dim + 1} values", params_at)
+        self.halt_threshold_, self.ponder_penalty_ = threshold, penalty
+        self.enable_depth_scaling_ = depth_scaling
+        (self.batch_size_, self.seq_len_, self.d_model_, self.num_channels_,
+         self.feature_dim_) = dims
+        assign_tensor(self.params, params)
+        for t in (self.halting_probs_, self.cumulative_halting_, self.remainders_, self.n_steps_,
+                  self.logits_, self.grad_logits_, self.true_effective_weights_, self.input_cache_):
+            t.set_size(0, 0, 0, 0)
 
     def __repr__(self):
         return (f"act (steps={self.max_steps_}, dim={self.feature_dim_}, "

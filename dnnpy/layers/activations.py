@@ -17,6 +17,7 @@ import numpy as np
 from .. import tensor_tools as tt
 from ..templates import layer_template
 from ..printing import xml_matrix, xml_num
+from ._serial import simple_serial
 from .base import computational_layer, fmt
 
 __all__ = ["relu_", "relu", "prelu_", "prelu", "leaky_relu_", "leaky_relu", "sig_", "sig",
@@ -45,7 +46,7 @@ class _identity_map:
         return (float(p[0]), float(p[1]))
 
 
-class _pointwise_inplace(computational_layer, _identity_map):
+class _pointwise_inplace(simple_serial, computational_layer, _identity_map):
     """Form C: ``tt.<op>(output, input[, arg])`` forward, ``tt.<op>_gradient(data_grad,
     computed_output, gradient_input[, arg])`` backward (assign/add decided by the op)."""
 
@@ -63,7 +64,7 @@ class _pointwise_inplace(computational_layer, _identity_map):
         getattr(tt, self._op + "_gradient")(data_grad, computed_output, gradient_input, *self._args())
 
 
-class _pointwise_from_input(computational_layer, _identity_map):
+class _pointwise_from_input(simple_serial, computational_layer, _identity_map):
     """Form B: the gradient op takes the layer's INPUT, so the layer cannot run in place."""
 
     _op = None
@@ -108,6 +109,18 @@ class relu_(computational_layer, _identity_map):
             return
         tt.relu_gradient(data_grad, computed_output, gradient_input)
 
+    def serialize(self, w):
+        w.string("relu_2")
+        w.bool(self.disabled)
+
+    def deserialize(self, r):
+        """"relu_2" carries ``disabled``; the old "relu_" has no fields."""
+        if r.expect_string("relu_", "relu_2") == "relu_2":
+            if r.bool("relu_ disabled"):
+                self.disable()
+            else:
+                self.disabled = False
+
     def __repr__(self):
         return "relu\t (disabled)" if self.disabled else "relu"
 
@@ -138,6 +151,20 @@ class prelu_(computational_layer, _identity_map):
         tt.prelu_gradient(sub.get_gradient_input(), sub.get_output(), gradient_input,
                           self.params, params_grad)
 
+    def serialize(self, w):
+        """dlib's "prelu_": params, initial_param_value (a C++ float)."""
+        w.string("prelu_")
+        w.tensor(self.params)
+        w.float32(self.initial_param_value)
+
+    def deserialize(self, r):
+        r.expect_string("prelu_")
+        r.tensor("prelu_ params", into=self.params)
+        self.initial_param_value = r.float32("prelu_ initial_param_value")
+        if self.params.size() not in (0, 1):
+            raise r.error(f"prelu_: the file's params have shape {self.params.shape}; expected "
+                          f"one value (or none before setup)")
+
     def __repr__(self):
         return f"prelu\t (initial_param_value={fmt(self.initial_param_value)})"
 
@@ -150,6 +177,7 @@ class leaky_relu_(_pointwise_inplace):
     """``x > 0 ? x : alpha*x``."""
 
     _op, _arg = "leaky_relu", "alpha"
+    _ser_fields = (("alpha", "float32"),)  # a C++ float
 
     def __init__(self, alpha=0.01):
         super().__init__()
@@ -193,6 +221,7 @@ class clipped_relu_(_pointwise_inplace):
     """``min(max(x, 0), ceiling)``."""
 
     _op, _arg = "clipped_relu", "ceiling"
+    _ser_fields = (("ceiling", "float32"),)  # a C++ float
 
     def __init__(self, ceiling=6.0):
         super().__init__()
@@ -212,6 +241,7 @@ class elu_(_pointwise_inplace):
     """``x > 0 ? x : alpha*(exp(x)-1)``."""
 
     _op, _arg = "elu", "alpha"
+    _ser_fields = (("alpha", "float32"),)  # a C++ float
 
     def __init__(self, alpha=1.0):
         super().__init__()
@@ -231,6 +261,7 @@ class smelu_(_pointwise_inplace):
     """Smooth ReLU: ``x >= beta ? x : x <= -beta ? 0 : (x+beta)^2/(4*beta)``; beta > 0."""
 
     _op, _arg = "smelu", "beta"
+    _ser_fields = (("beta", "float32"),)  # a C++ float
 
     def __init__(self, beta=1.0):
         super().__init__()

@@ -18,6 +18,7 @@ import numpy as np
 from .. import tensor_tools as tt
 from ..tensor import alias_tensor, resizable_tensor
 from ..templates import layer_template
+from ._serial import read_alias, write_alias
 from .base import computational_layer
 from ..printing import xml_matrix
 from .norm import CONV_MODE, FC_MODE, bn_, check_mode
@@ -133,6 +134,63 @@ class affine_(computational_layer):
             tt.multiply(add_to, data_grad, gradient_input, self.get_gamma())
         else:
             tt.multiply_conv(add_to, data_grad, gradient_input, self.get_gamma())
+
+    def serialize(self, w):
+        """dlib's "affine_2": params, gamma and beta alias shapes, mode (int), disabled."""
+        w.string("affine_2")
+        w.tensor(self.params)
+        write_alias(w, self.gamma)
+        write_alias(w, self.beta)
+        w.int(self.mode)
+        w.bool(self.disabled)
+
+    def deserialize(self, r):
+        """Reads "affine_" (no ``disabled``), "affine_2", or a "bn_con2"/"bn_fc2" record,
+        converted as dlib's ``affine_(bn_)`` does, in float32:
+        ``gamma' = gamma/sqrt(running_variance + eps)``, ``beta' = beta - gamma'*running_mean``.
+        The mode comes from the file (it is a constructor argument, not part of the type)."""
+        start = r.pos
+        version = r.expect_string("affine_", "affine_2", "bn_con2", "bn_fc2")
+        if version in ("bn_con2", "bn_fc2"):
+            r.pos = start
+            bn = bn_(CONV_MODE if version == "bn_con2" else FC_MODE)
+            bn.deserialize(r)
+            self._from_bn_record(r, bn)
+            return
+        r.tensor("affine_ params", into=self.params)
+        gamma = read_alias(r, "affine_ gamma")
+        beta = read_alias(r, "affine_ beta")
+        at = r.pos
+        mode = r.int("affine_ mode")
+        if mode not in (CONV_MODE, FC_MODE):
+            raise r.error(f"affine_: the file has mode={mode}; expected 0 (CONV_MODE) or 1 (FC_MODE)", at)
+        disabled = r.bool("affine_ disabled") if version == "affine_2" else self.disabled
+        n = self.params.size()
+        if n and (gamma.size() != beta.size() or gamma.size() + beta.size() != n):
+            raise r.error(f"affine_: the file's gamma {gamma.shape} and beta {beta.shape} do not "
+                          f"match its parameter tensor of {n} values")
+        self.gamma, self.beta, self.mode, self.disabled = gamma, beta, mode, disabled
+
+    def _from_bn_record(self, r, bn):
+        self.mode = bn.mode
+        self.disabled = False
+        self.gamma, self.beta = bn.gamma, bn.beta
+        n = self.gamma.size()
+        if bn.params.size() == 0:
+            self.params.clear()
+            return
+        if bn.running_means.size() != n or bn.running_variances.size() != n:
+            raise r.error(f"affine_: the bn_ record's running statistics {bn.running_means.shape}, "
+                          f"{bn.running_variances.shape} do not match gamma {self.gamma.shape}")
+        src = bn.params.host_read().reshape(-1).astype(np.float32)
+        rm = bn.running_means.host_read().reshape(-1).astype(np.float32)
+        rv = bn.running_variances.host_read().reshape(-1).astype(np.float32)
+        # dlib's float matrix expressions: eps is cast to float, each step rounds to float32
+        with np.errstate(all="ignore"):
+            g = src[:n] / np.sqrt(rv + np.float32(bn.eps))
+            b = src[n:] - g * rm
+        self.params.set_size(*bn.params.shape)
+        self.params.host_write_only()[...] = np.concatenate([g, b]).reshape(bn.params.shape)
 
     def __repr__(self):
         return "affine\t (disabled)" if self.disabled else "affine"

@@ -12,6 +12,8 @@ from __future__ import annotations
 from .. import tensor_tools as tt
 from ..tensor import alias_tensor
 from ..templates import layer_template
+from ._serial import (check_fits, expect_same, read_alias, read_multipliers, write_alias,
+                      write_multipliers)
 from .base import check_int, computational_layer, fmt, randomize_parameters, with_multipliers
 
 __all__ = ["con_", "cont_", "con", "cont"]
@@ -114,6 +116,71 @@ class _conv_base(computational_layer, with_multipliers):
         return (x * self._stride_x - self.padding_x_ + self.nc() // 2,
                 y * self._stride_y - self.padding_y_ + self.nr() // 2)
 
+    # -- serialization (dlib's serialize/deserialize friends) ----------------------------
+    _version = ""            # the version string written
+    _versions_read = ()      # the version strings accepted
+    _versions_with_use_bias = ()
+
+    def serialize(self, w):
+        """params, num_filters, the template's nr/nc/strides, the paddings, the filter and
+        bias alias shapes, 4 double multipliers, use_bias (con_6 adds use_relu)."""
+        w.string(self._version)
+        w.tensor(self.params)
+        for v in (self.num_filters_, self._nr, self._nc, self._stride_y, self._stride_x,
+                  self.padding_y_, self.padding_x_):
+            w.int(v)
+        write_alias(w, self.filters)
+        write_alias(w, self.biases)
+        write_multipliers(w, self)
+        w.bool(self.use_bias)
+        self._serialize_tail(w)
+
+    def _serialize_tail(self, w):
+        pass
+
+    def _deserialize_tail(self, r, version):
+        pass
+
+    def deserialize(self, r):
+        """Reads any version dlib reads. The file's nr, nc, strides and paddings must be
+        the net type's; num_filters is taken from the file, as dlib does (dlib's
+        ``set_num_filters`` may have changed it)."""
+        name = type(self).__name__
+        version = r.expect_string(*self._versions_read)
+        r.tensor(f"{name} params", into=self.params)
+        at = r.pos
+        num_filters = r.int(f"{name} num_filters")
+        if num_filters < 1:
+            raise r.error(f"{name}: the file has num_filters={num_filters}, which must be >= 1", at)
+        for field, expected in (("nr", self._nr), ("nc", self._nc), ("stride_y", self._stride_y),
+                                ("stride_x", self._stride_x), ("padding_y", self.padding_y_),
+                                ("padding_x", self.padding_x_)):
+            at = r.pos
+            expect_same(r, name, field, r.int(f"{name} {field}"), expected, at)
+        self.num_filters_ = num_filters
+        self.filters = read_alias(r, f"{name} filters")
+        self.biases = read_alias(r, f"{name} biases")
+        read_multipliers(r, self, name)
+        if version in self._versions_with_use_bias:
+            self.use_bias = r.bool(f"{name} use_bias")
+        self._deserialize_tail(r, version)
+        self._check_read_shapes(r)
+
+    def _check_read_shapes(self, r):
+        name = type(self).__name__
+        if self.params.size() == 0:
+            return
+        check_fits(r, name, self.params, ("filters", self.filters, 0),
+                   *((("biases", self.biases, self.filters.size()),) if self.use_bias else ()))
+        out_dim = self.filters.num_samples() if isinstance(self, con_) else self.filters.k()
+        if out_dim != self.num_filters_ or (self.use_bias and self.biases.size() != self.num_filters_):
+            raise r.error(f"{name}: the file's filters {self.filters.shape} and biases "
+                          f"{self.biases.shape} do not match num_filters={self.num_filters_}")
+        for field, size, got in (("nr", self._nr, self.filters.nr()), ("nc", self._nc, self.filters.nc())):
+            if size and got != size:
+                raise r.error(f"{name}: the file's filters {self.filters.shape} have {field}={got} "
+                              f"but the net type has {size}")
+
     def __repr__(self):
         name = type(self).__name__.rstrip("_")
         return (f"{name}\t (num_filters={self.num_filters_}, nr={self.nr()}, nc={self.nc()}, "
@@ -131,10 +198,20 @@ class con_(_conv_base):
     """
 
     _allow_whole_input = True
+    _version = "con_6"
+    _versions_read = ("con_4", "con_5", "con_6")
+    _versions_with_use_bias = ("con_5", "con_6")
 
     def __init__(self, num_filters, nr, nc, stride_y, stride_x, padding_y=None, padding_x=None):
         super().__init__(num_filters, nr, nc, stride_y, stride_x, padding_y, padding_x)
         self.use_relu = False
+
+    def _serialize_tail(self, w):
+        w.bool(self.use_relu)
+
+    def _deserialize_tail(self, r, version):
+        if version == "con_6":
+            self.use_relu = r.bool("con_ use_relu")
 
     def disable_bias(self):
         """Drop the biases (and their storage, if already allocated)."""
@@ -214,6 +291,10 @@ class cont_(_conv_base):
     num_filters, nr, nc)``; the data gradient is that convolution's forward; the filter
     gradient is its filter gradient with data and output gradient swapped.
     """
+
+    _version = "cont_2"
+    _versions_read = ("cont_1", "cont_2")
+    _versions_with_use_bias = ("cont_2",)
 
     def disable_bias(self):
         self.use_bias = False

@@ -61,6 +61,20 @@ class dropout_(computational_layer, _identity_map):
     def clean(self):
         self.mask.clear()
 
+    def serialize(self, w):
+        """dlib's "dropout_": drop_rate (a C++ float), mask (written by dropout_rate_ too)."""
+        w.string("dropout_")
+        w.float32(self.drop_rate)
+        w.tensor(self.mask)
+
+    def deserialize(self, r):
+        """The file's drop_rate replaces ours, as in dlib (also in a dropout_rate_, whose
+        template percent is left as it is)."""
+        r.expect_string("dropout_")
+        drop_rate = r.float32(f"{type(self).__name__} drop_rate")
+        r.tensor(f"{type(self).__name__} mask", into=self.mask)
+        self.drop_rate = drop_rate
+
     def __repr__(self):
         return f"dropout\t (drop_rate={fmt(self.drop_rate)})"
 
@@ -89,6 +103,25 @@ class multiply_(computational_layer, _identity_map):
         if isinstance(val, dropout_):
             val = float(np.float32(1) - np.float32(val.get_drop_rate()))
         self.val = as_float32("multiply_", "val", val)
+
+    def serialize(self, w):
+        """dlib's "multiply_": val (a C++ float)."""
+        w.string("multiply_")
+        w.float32(self.val)
+
+    def deserialize(self, r):
+        """Reads a "multiply_" record, or a "dropout_" record converted as dlib's
+        ``multiply_(dropout_)`` does: ``val = 1 - drop_rate``."""
+        start = r.pos
+        if r.expect_string("multiply_", "dropout_") == "dropout_":
+            r.pos = start
+            tmp = dropout_.__new__(dropout_)  # no seed drawn: only the record is wanted
+            computational_layer.__init__(tmp)
+            tmp.mask = resizable_tensor()
+            dropout_.deserialize(tmp, r)
+            self.val = float(np.float32(1) - np.float32(tmp.drop_rate))
+            return
+        self.val = r.float32("multiply_ val")
 
     def get_multiply_value(self):
         return self.val

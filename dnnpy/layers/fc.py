@@ -9,6 +9,7 @@ from __future__ import annotations
 from .. import tensor_tools as tt
 from ..tensor import alias_tensor
 from ..templates import layer_template
+from ._serial import check_fits, read_alias, read_multipliers, write_alias, write_multipliers
 from .base import check_int, computational_layer, fmt, randomize_parameters, with_multipliers
 
 __all__ = ["fc_", "fc", "fc_no_bias", "FC_HAS_BIAS", "FC_NO_BIAS"]
@@ -84,6 +85,49 @@ class fc_(computational_layer, with_multipliers):
             if self._has_bias():
                 tt.assign_bias_gradient(self.biases(params_grad, self.weights.size()), gradient_input)
         tt.gemm(1, sub.get_gradient_input(), 1, gradient_input, False, self.weights(self.params, 0), True)
+
+    def serialize(self, w):
+        """dlib's "fc_3": num_outputs, num_inputs (unsigned), params, the weights and biases
+        alias shapes, bias_mode (int), 4 double multipliers, use_bias."""
+        w.string("fc_3")
+        w.uint(self.num_outputs)
+        w.uint(self.num_inputs)
+        w.tensor(self.params)
+        write_alias(w, self.weights)
+        write_alias(w, self.biases)
+        w.int(self.bias_mode)
+        write_multipliers(w, self)
+        w.bool(self.use_bias)
+
+    def deserialize(self, r):
+        """Reads "fc_2" (no use_bias) or "fc_3"; bias_mode must be the net type's;
+        num_outputs comes from the file, as in dlib."""
+        version = r.expect_string("fc_2", "fc_3")
+        at = r.pos
+        num_outputs = r.uint("fc_ num_outputs")
+        if num_outputs < 1:
+            raise r.error(f"fc_: the file has num_outputs={num_outputs}, which must be >= 1", at)
+        num_inputs = r.uint("fc_ num_inputs")
+        r.tensor("fc_ params", into=self.params)
+        weights = read_alias(r, "fc_ weights")
+        biases = read_alias(r, "fc_ biases")
+        at = r.pos
+        bias_mode = r.int("fc_ bias_mode")
+        if bias_mode != self.bias_mode:
+            raise r.error(f"fc_: the file has bias_mode={bias_mode} but the net type has "
+                          f"{self.bias_mode} (0 = FC_HAS_BIAS, 1 = FC_NO_BIAS)", at)
+        read_multipliers(r, self, "fc_")
+        if version == "fc_3":
+            self.use_bias = r.bool("fc_ use_bias")
+        self.num_outputs, self.num_inputs = num_outputs, num_inputs
+        self.weights, self.biases = weights, biases
+        if self.params.size():
+            check_fits(r, "fc_", self.params, ("weights", weights, 0),
+                       *((("biases", biases, weights.size()),) if self._has_bias() else ()))
+            if weights.shape[:2] != (num_inputs, num_outputs) or (
+                    self._has_bias() and biases.size() != num_outputs):
+                raise r.error(f"fc_: the file's weights {weights.shape} and biases {biases.shape} do "
+                              f"not match num_inputs={num_inputs}, num_outputs={num_outputs}")
 
     def __repr__(self):
         if self.bias_mode == FC_HAS_BIAS:

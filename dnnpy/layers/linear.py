@@ -15,6 +15,7 @@ from .. import tensor_tools as tt
 from ..tensor import alias_tensor
 from ..templates import layer_template
 from ..printing import xml_matrix
+from ._serial import check_fits, read_alias, write_alias
 from .base import check_int, computational_layer, fmt, randomize_parameters
 
 __all__ = ["linear_", "linear", "linear_no_bias", "LINEAR_HAS_BIAS", "LINEAR_NO_BIAS"]
@@ -111,6 +112,45 @@ class linear_(computational_layer):
 
     def map_output_to_input(self, p):
         return tuple(p)
+
+    def serialize(self, w):
+        """dlib's "linear_": num_outputs, num_inputs (unsigned), params, the weights and
+        biases alias shapes, bias_mode (int), learning_rate_multiplier (double)."""
+        w.string("linear_")
+        w.uint(self.num_outputs)
+        w.uint(self.num_inputs)
+        w.tensor(self.params)
+        write_alias(w, self.weights)
+        write_alias(w, self.biases)
+        w.int(self.bias_mode)
+        w.float64(self.learning_rate_multiplier)
+
+    def deserialize(self, r):
+        """bias_mode must be the net type's; num_outputs comes from the file, as in dlib."""
+        r.expect_string("linear_")
+        at = r.pos
+        num_outputs = r.uint("linear_ num_outputs")
+        if num_outputs < 1:
+            raise r.error(f"linear_: the file has num_outputs={num_outputs}, which must be >= 1", at)
+        num_inputs = r.uint("linear_ num_inputs")
+        r.tensor("linear_ params", into=self.params)
+        weights = read_alias(r, "linear_ weights")
+        biases = read_alias(r, "linear_ biases")
+        at = r.pos
+        bias_mode = r.int("linear_ bias_mode")
+        if bias_mode != self.bias_mode:
+            raise r.error(f"linear_: the file has bias_mode={bias_mode} but the net type has "
+                          f"{self.bias_mode} (0 = LINEAR_HAS_BIAS, 1 = LINEAR_NO_BIAS)", at)
+        self.learning_rate_multiplier = r.float64("linear_ learning_rate_multiplier")
+        self.num_outputs, self.num_inputs = num_outputs, num_inputs
+        self.weights, self.biases = weights, biases
+        if self.params.size():
+            check_fits(r, "linear_", self.params, ("weights", weights, 0),
+                       *((("biases", biases, weights.size()),) if self._has_bias() else ()))
+            if weights.shape[:2] != (num_inputs, num_outputs) or (
+                    self._has_bias() and biases.size() != num_outputs):
+                raise r.error(f"linear_: the file's weights {weights.shape} and biases {biases.shape} "
+                              f"do not match num_inputs={num_inputs}, num_outputs={num_outputs}")
 
     def __repr__(self):
         bias = "true" if self._has_bias() else "false"

@@ -13,6 +13,7 @@ from .. import tensor_tools as tt
 from ..core import layer
 from ..tensor import alias_tensor
 from ..templates import layer_template, tag_templates
+from ._serial import read_alias, write_alias
 from .base import computational_layer
 
 __all__ = ["add_prev_", "mult_prev_", "multm_prev_", "scale_", "scale_prev_",
@@ -24,6 +25,14 @@ class _tag_merge(computational_layer):
     ``<name><id>`` as dlib's ``operator<<`` does."""
 
     _name = ""  # dlib's printed / xml name
+
+    # dlib's record of add_prev_, mult_prev_ and multm_prev_: the version string (the class
+    # name) alone; the tag id is not stored
+    def serialize(self, w):
+        w.string(type(self).__name__)
+
+    def deserialize(self, r):
+        r.expect_string(type(self).__name__)
 
     def __init__(self, tag):
         super().__init__()
@@ -121,8 +130,22 @@ class _scale_base(_tag_merge):
 
     def __init__(self, tag):
         super().__init__(tag)
-        self.reshape_scales = alias_tensor()
-        self.reshape_src = alias_tensor()
+        # dlib's default-constructed alias_tensor: all four dims 0 (it writes 0,0,0,0)
+        self.reshape_scales = alias_tensor(0, 0, 0, 0)
+        self.reshape_src = alias_tensor(0, 0, 0, 0)
+
+    def serialize(self, w):
+        """dlib's "scale_" / "scale_prev_": the alias shapes reshape_scales, reshape_src."""
+        w.string(type(self).__name__)
+        write_alias(w, self.reshape_scales)
+        write_alias(w, self.reshape_src)
+
+    def deserialize(self, r):
+        name = type(self).__name__
+        r.expect_string(name)
+        scales = read_alias(r, f"{name} reshape_scales")
+        src = read_alias(r, f"{name} reshape_src")
+        self.reshape_scales, self.reshape_src = scales, src
 
     def _roles(self, sub):
         """(src node, scales node)."""

@@ -20,6 +20,7 @@ from .. import tensor_tools as tt
 from ..tensor import alias_tensor, resizable_tensor
 from ..templates import layer_template
 from ..printing import xml_matrix
+from ._serial import read_alias, read_multipliers, write_alias, write_multipliers
 from .base import check_int, computational_layer, fmt, with_multipliers
 
 __all__ = ["CONV_MODE", "FC_MODE", "bn_", "bn_con", "bn_fc", "layer_norm_", "layer_norm",
@@ -74,6 +75,33 @@ class _normalization(computational_layer, with_multipliers):
                 f" weight_decay_mult='{fmt(self.weight_decay_multiplier)}'"
                 f" bias_learning_rate_mult='{fmt(self.bias_learning_rate_multiplier)}'"
                 f" bias_weight_decay_mult='{fmt(self.bias_weight_decay_multiplier)}'")
+
+    def _write_tail(self, w):
+        write_multipliers(w, self)
+        w.float64(self.eps)
+
+    def _read_tail(self, r):
+        name = type(self).__name__
+        read_multipliers(r, self, name)
+        self.eps = r.float64(f"{name} eps")
+
+    def _check_read(self, r, stats=()):
+        """The parameter views must fit the file's params; ``stats`` (name, tensor) must
+        each hold one value per gamma value (or be empty)."""
+        name = type(self).__name__
+        if self.params.size() == 0:
+            return
+        beta = getattr(self, "beta", None)
+        views = [("gamma", self.gamma, 0)] + ([("beta", beta, self.gamma.size())] if beta is not None else [])
+        total = sum(a.size() for _, a, _ in views)
+        if total != self.params.size() or (beta is not None and beta.size() != self.gamma.size()):
+            raise r.error(f"{name}: the file's gamma {self.gamma.shape}"
+                          + (f" and beta {beta.shape}" if beta is not None else "")
+                          + f" do not match its parameter tensor of {self.params.size()} values")
+        for field, t in stats:
+            if t.size() not in (0, self.gamma.size()):
+                raise r.error(f"{name}: the file's {field} {t.shape} does not match gamma "
+                              f"{self.gamma.shape}")
 
     def _check_input(self, x, want_k):
         if x.k() != want_k:
@@ -164,6 +192,34 @@ class bn_(_normalization):
     def _name(self):
         return "bn_con" if self.mode == CONV_MODE else "bn_fc"
 
+    def serialize(self, w):
+        """dlib's "bn_con2" / "bn_fc2" (by mode): params, gamma and beta alias shapes, means,
+        invstds, running_means, running_variances, num_updates and
+        running_stats_window_size (unsigned), 4 double multipliers, eps (double)."""
+        w.string(self._name() + "2")
+        w.tensor(self.params)
+        write_alias(w, self.gamma)
+        write_alias(w, self.beta)
+        for t in (self.means, self.invstds, self.running_means, self.running_variances):
+            w.tensor(t)
+        w.uint(self.num_updates)
+        w.uint(self.running_stats_window_size)
+        self._write_tail(w)
+
+    def deserialize(self, r):
+        """The record must be the net type's mode's ("bn_con2" or "bn_fc2"), as in dlib."""
+        r.expect_string(self._name() + "2")
+        r.tensor("bn_ params", into=self.params)
+        self.gamma = read_alias(r, "bn_ gamma")
+        self.beta = read_alias(r, "bn_ beta")
+        for field in ("means", "invstds", "running_means", "running_variances"):
+            r.tensor(f"bn_ {field}", into=getattr(self, field))
+        self.num_updates = r.uint("bn_ num_updates")
+        self.running_stats_window_size = r.uint("bn_ running_stats_window_size")
+        self._read_tail(r)
+        self._check_read(r, (("running_means", self.running_means),
+                             ("running_variances", self.running_variances)))
+
     def __repr__(self):
         # dlib pads the name to 8 characters ("bn_con  " / "bn_fc   ")
         return (f"{self._name():<8} eps={fmt(self.eps)}"
@@ -209,6 +265,27 @@ class layer_norm_(_normalization):
             self.gamma(self.params, 0), sub.get_gradient_input(), self.gamma(params_grad, 0),
             self.beta(params_grad, self.gamma.size()), self.dmeans, self.dvars)
 
+    def serialize(self, w):
+        """dlib's "layer_norm_": params, gamma and beta alias shapes, means, invstds,
+        4 double multipliers, eps (double)."""
+        w.string("layer_norm_")
+        w.tensor(self.params)
+        write_alias(w, self.gamma)
+        write_alias(w, self.beta)
+        w.tensor(self.means)
+        w.tensor(self.invstds)
+        self._write_tail(w)
+
+    def deserialize(self, r):
+        r.expect_string("layer_norm_")
+        r.tensor("layer_norm_ params", into=self.params)
+        self.gamma = read_alias(r, "layer_norm_ gamma")
+        self.beta = read_alias(r, "layer_norm_ beta")
+        r.tensor("layer_norm_ means", into=self.means)
+        r.tensor("layer_norm_ invstds", into=self.invstds)
+        self._read_tail(r)
+        self._check_read(r)
+
     def __repr__(self):
         return f"layer_norm eps={fmt(self.eps)}" + self._multipliers_str()
 
@@ -243,6 +320,20 @@ class rms_norm_(_normalization):
         tt.rms_normalize_gradient(gradient_input, self.scale, sub.get_output(),
                                   self.gamma(self.params, 0), sub.get_gradient_input(),
                                   self.gamma(params_grad, 0), self.dscale)
+
+    def serialize(self, w):
+        """dlib's "rms_norm_": params, gamma alias shape, 4 double multipliers, eps (double)."""
+        w.string("rms_norm_")
+        w.tensor(self.params)
+        write_alias(w, self.gamma)
+        self._write_tail(w)
+
+    def deserialize(self, r):
+        r.expect_string("rms_norm_")
+        r.tensor("rms_norm_ params", into=self.params)
+        self.gamma = read_alias(r, "rms_norm_ gamma")
+        self._read_tail(r)
+        self._check_read(r)
 
     def __repr__(self):
         return f"rms_norm (eps={fmt(self.eps)})" + self._multipliers_str()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from .. import tensor_tools as tt
 from ..templates import layer_template
+from ._serial import expect_same
 from .base import check_int, computational_layer
 
 __all__ = ["max_pool_", "avg_pool_", "max_pool", "avg_pool", "max_pool_everything",
@@ -96,6 +97,23 @@ class _pool_base(computational_layer):
         x, y = p
         return (x * self._stride_x - self.padding_x_ + self._nc // 2,
                 y * self._stride_y - self.padding_y_ + self._nr // 2)
+
+    def serialize(self, w):
+        """dlib's "max_pool_2" / "avg_pool_2": the template's nr, nc, strides, then the
+        paddings (all ints)."""
+        w.string(f"{self._kind}_pool_2")
+        for v in (self._nr, self._nc, self._stride_y, self._stride_x, self.padding_y_, self.padding_x_):
+            w.int(v)
+
+    def deserialize(self, r):
+        """Every value must be the net type's (dlib checks them all)."""
+        name = type(self).__name__
+        r.expect_string(f"{self._kind}_pool_2")
+        for field, expected in (("nr", self._nr), ("nc", self._nc), ("stride_y", self._stride_y),
+                                ("stride_x", self._stride_x), ("padding_y", self.padding_y_),
+                                ("padding_x", self.padding_x_)):
+            at = r.pos
+            expect_same(r, name, field, r.int(f"{name} {field}"), expected, at)
 
     def __deepcopy__(self, memo):
         # dlib's copy constructor: the tt.pooling object is not copied (setup redoes it)

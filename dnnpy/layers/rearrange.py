@@ -12,6 +12,7 @@ from .. import tensor_tools as tt
 from ..core import add_skip_layer, add_tag_layer
 from ..tensor import alias_tensor
 from ..templates import SUBNET, NetType, _tag_template, layer_template
+from ._serial import read_type_ints, version_only
 from .base import check_int, computational_layer
 from .resize import _check_tag, _keeps_tags
 
@@ -56,6 +57,16 @@ class reorg_(computational_layer):
     def map_output_to_input(self, p):
         return (p[0] * self.col_stride, p[1] * self.row_stride)
 
+    def serialize(self, w):
+        """dlib's "reorg_": the type's row_stride, col_stride (long longs)."""
+        w.string("reorg_")
+        w.int(self.row_stride)
+        w.int(self.col_stride)
+
+    def deserialize(self, r):
+        r.expect_string("reorg_")
+        read_type_ints(r, "reorg_", (("row_stride", self.row_stride), ("col_stride", self.col_stride)))
+
     def __repr__(self):
         return f"reorg\t (row_stride={self.row_stride}, col_stride={self.col_stride})"
 
@@ -63,8 +74,10 @@ class reorg_(computational_layer):
         return f"<reorg row_stride='{self.row_stride}' col_stride='{self.col_stride}'/>\n"
 
 
-class transpose_(computational_layer):
+class transpose_(version_only, computational_layer):
     """Transposes every ``nr x nc`` plane: ``out(n, k, c, r) = in(n, k, r, c)``."""
+
+    _ser_version = "transpose_"
 
     def forward(self, sub, output):
         x = sub.get_output()
@@ -121,6 +134,17 @@ class extract_(computational_layer):
         aout, ain = self._aliases(grad)
         tt.copy_tensor(True, ain(grad, 0), self.offset, aout(gradient_input, 0), 0, aout.k())
 
+    def serialize(self, w):
+        """dlib's "extract_": the type's offset, k, nr, nc (longs)."""
+        w.string("extract_")
+        for v in (self.offset, self.k, self.nr, self.nc):
+            w.int(v)
+
+    def deserialize(self, r):
+        r.expect_string("extract_")
+        read_type_ints(r, "extract_", (("offset", self.offset), ("k", self.k), ("nr", self.nr),
+                                       ("nc", self.nc)))
+
     def __repr__(self):
         return f"extract\t (offset={self.offset}, k={self.k}, nr={self.nr}, nc={self.nc})"
 
@@ -131,6 +155,18 @@ class extract_(computational_layer):
 class slice_(computational_layer):
     """The 3-D crop ``in[:, offset_k:offset_k+k, offset_nr:offset_nr+nr,
     offset_nc:offset_nc+nc]``."""
+
+    _SER_FIELDS = ("offset_k", "offset_nr", "offset_nc", "k", "nr", "nc")
+
+    def serialize(self, w):
+        """dlib's "slice_": the type's offset_k, offset_nr, offset_nc, k, nr, nc (longs)."""
+        w.string("slice_")
+        for f in self._SER_FIELDS:
+            w.int(getattr(self, f))
+
+    def deserialize(self, r):
+        r.expect_string("slice_")
+        read_type_ints(r, "slice_", [(f, getattr(self, f)) for f in self._SER_FIELDS])
 
     def __init__(self, offset_k, offset_nr, offset_nc, k, nr, nc):
         super().__init__()
@@ -185,6 +221,18 @@ class concat_(_keeps_tags, computational_layer):
 
     def tag_count(self):
         return len(self.tags)
+
+    def serialize(self, w):
+        """dlib's "concat_": the number of tags (size_t); the tag ids are not stored."""
+        w.string("concat_")
+        w.uint(len(self.tags))
+
+    def deserialize(self, r):
+        r.expect_string("concat_")
+        at = r.pos
+        count = r.uint("concat_'s tag count")
+        if count != len(self.tags):
+            raise r.error(f"concat_: the file has {count} tags but the net type has {len(self.tags)}", at)
 
     def _tag_list(self):
         return self.tags

@@ -13,6 +13,7 @@ import numbers
 from .. import tensor_tools as tt
 from ..tensor import alias_tensor
 from ..templates import _template, layer_template
+from ._serial import read_type_ints, version_only
 from .base import check_int, computational_layer
 
 __all__ = ["upsample_", "resize_to_", "reshape_to_", "resize_prev_to_tagged_", "upsample",
@@ -50,6 +51,16 @@ class upsample_(_bilinear_resample):
     def _output_size(self, x):
         return self.scale_y * x.nr(), self.scale_x * x.nc()
 
+    def serialize(self, w):
+        """dlib's "upsample_": the template's scale_y, scale_x (ints)."""
+        w.string("upsample_")
+        w.int(self.scale_y)
+        w.int(self.scale_x)
+
+    def deserialize(self, r):
+        r.expect_string("upsample_")
+        read_type_ints(r, "upsample_", (("scale_y", self.scale_y), ("scale_x", self.scale_x)))
+
     def __repr__(self):
         return f"upsample\t (scale_y={self.scale_y}, scale_x={self.scale_x})"
 
@@ -73,6 +84,25 @@ class resize_to_(_bilinear_resample):
         self.scale_y = self.NR / x.nr()
         self.scale_x = self.NC / x.nc()
         return self.NR, self.NC
+
+    def serialize(self, w):
+        """dlib's "resize_to_": NR, NC (the type's, longs), scale_y, scale_x (doubles)."""
+        w.string("resize_to_")
+        w.int(self.NR)
+        w.int(self.NC)
+        w.float64(self.scale_y)
+        w.float64(self.scale_x)
+
+    def deserialize(self, r):
+        r.expect_string("resize_to_")
+        at = r.pos
+        nr, nc = r.int("resize_to_'s NR"), r.int("resize_to_'s NC")
+        scale_y = r.float64("resize_to_'s scale_y")
+        scale_x = r.float64("resize_to_'s scale_x")
+        if (nr, nc) != (self.NR, self.NC):
+            raise r.error(f"resize_to_: the file has NR={nr}, NC={nc} but the net type has "
+                          f"NR={self.NR}, NC={self.NC}", at)
+        self.scale_y, self.scale_x = scale_y, scale_x
 
     def __repr__(self):
         return f"resize_to (nr={self.NR}, nc={self.NC})"
@@ -175,6 +205,33 @@ class reshape_to_(computational_layer):
     def _mode(self):
         return "spatial_rescale" if self.needs_rescale else "pure_reshape"
 
+    _SER_FIELDS = ("input_k", "input_nr", "input_nc", "output_k", "output_nr", "output_nc")
+
+    def serialize(self, w):
+        """dlib's "reshape_to_": the input and output dims (longs; set by setup and the
+        setters, not by the type), needs_rescale (bool)."""
+        w.string("reshape_to_")
+        for f in self._SER_FIELDS:
+            w.int(getattr(self, f))
+        w.bool(self.needs_rescale)
+
+    def deserialize(self, r):
+        """Restores every field from the file (dlib does not compare them with the type);
+        input dims must be >= 0, output dims positive or -1."""
+        r.expect_string("reshape_to_")
+        values = []
+        for f in self._SER_FIELDS:
+            at = r.pos
+            v = r.int(f"reshape_to_'s {f}")
+            lowest = 0 if f.startswith("input") else -1
+            if v < lowest or (f.startswith("output") and v == 0):
+                raise r.error(f"reshape_to_: the file has {f}={v}, which is not a valid dimension", at)
+            values.append(v)
+        needs_rescale = r.bool("reshape_to_'s needs_rescale")
+        for f, v in zip(self._SER_FIELDS, values):
+            setattr(self, f, v)
+        self.needs_rescale = needs_rescale
+
     def __repr__(self):
         return (f"reshape_to (k={self.output_k}, nr={self.output_nr}, nc={self.output_nc}, "
                 f"mode={self._mode()})")
@@ -214,9 +271,11 @@ class _keeps_tags:
         return new
 
 
-class resize_prev_to_tagged_(_keeps_tags, computational_layer):
+class resize_prev_to_tagged_(version_only, _keeps_tags, computational_layer):
     """Bilinear-resize the subnet's output to the tagged layer's ``nr x nc`` (a plain copy
     when they already agree); k and num_samples are the subnet's."""
+
+    _ser_version = "resize_prev_to_tagged_"  # the tag id is not stored (dlib)
 
     def __init__(self, tag):
         super().__init__()

@@ -12,6 +12,7 @@ from ..tensor import resizable_tensor
 from ..tensor_tools.activations import CHANNEL_WISE, PLANE_WISE
 from ..templates import layer_template
 from ..printing import xml_num
+from ._serial import simple_serial
 from .base import computational_layer, fmt
 
 __all__ = ["softmax_", "softmax", "softmaxm", "softmax_all_", "softmax_all",
@@ -20,7 +21,7 @@ __all__ = ["softmax_", "softmax", "softmaxm", "softmax_all_", "softmax_all",
 _MODE_NAMES = {CHANNEL_WISE: "channel_wise", PLANE_WISE: "plane_wise"}
 
 
-class softmax_(computational_layer):
+class softmax_(simple_serial, computational_layer):
     """CHANNEL_WISE (template ``softmax``): softmax over k at each (n, r, c).
     PLANE_WISE (template ``softmaxm``): softmax along each row (over nc) of every plane,
     as dlib's implementation does (its comment says per plane); an all -inf row gives 0s.
@@ -50,7 +51,7 @@ class softmax_(computational_layer):
         return f"<softmax mode='{_MODE_NAMES[self.mode]}'/>\n"
 
 
-class softmax_all_(computational_layer):
+class softmax_all_(simple_serial, computational_layer):
     """Softmax over all ``k*nr*nc`` values of each sample."""
 
     backward_needs_output = True
@@ -71,7 +72,7 @@ class softmax_all_(computational_layer):
 DEFAULT_L2_NORM_EPS = 1e-5
 
 
-class l2normalize_(computational_layer):
+class l2normalize_(simple_serial, computational_layer):
     """Each sample divided by ``sqrt(sum(x^2) + eps)`` (eps > 0, a double in dlib).
 
     ``norm`` (the inverse norms of the last forward) and ``temp`` are caches shared by
@@ -79,6 +80,8 @@ class l2normalize_(computational_layer):
     """
 
     backward_needs_output = True
+
+    _ser_fields = (("eps", "float64"),)  # a C++ double
 
     def __init__(self, eps=DEFAULT_L2_NORM_EPS):
         super().__init__()

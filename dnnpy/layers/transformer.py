@@ -21,6 +21,7 @@ from .. import tensor_tools as tt
 from ..tensor import resizable_tensor
 from ..templates import layer_template
 from . import base
+from ._serial import assign_tensor, read_int_at_least, version_only
 from .base import check_int, computational_layer, fmt
 from ..printing import xml_matrix
 
@@ -98,6 +99,23 @@ class tril_(computational_layer):
     def backward(self, gradient_input, sub, params_grad):
         tt.multiply(True, sub.get_gradient_input(), gradient_input, self.binary_mask)
 
+    def serialize(self, w):
+        """dlib's "tril_": diag (long), diag_value (float)."""
+        w.string("tril_")
+        w.int(self.diag)
+        w.float32(self.diag_value)
+
+    def deserialize(self, r):
+        """dlib reads both into the layer; here they come from the template arguments, so the
+        file's must be the type's (a different value would change what the layer computes)."""
+        r.expect_string("tril_")
+        at = r.pos
+        diag = r.int("tril_'s diag")
+        diag_value = r.float32("tril_'s diag_value")
+        if diag != self.diag or diag_value != float(np.float32(self.diag_value)):
+            raise r.error(f"tril_: the file has diag={diag}, diag_value={diag_value} but the net type "
+                          f"has diag={self.diag}, diag_value={self.diag_value}", at)
+
     def __repr__(self):
         return f"tril (diag={self.diag}, diag_value={fmt(self.diag_value)})"
 
@@ -115,13 +133,15 @@ tril_mask = layer_template("tril_mask", tril_, diag=0, tag=neg_infinity_tag)
 tril_diag = layer_template("tril_diag", _tril_diag)
 
 
-class positional_encodings_(computational_layer):
+class positional_encodings_(version_only, computational_layer):
     """``output = input + PE`` with ``PE(n,k,r,c) = sin(theta)`` for even c and ``cos(theta)``
     for odd c, ``theta = r / 10000^(c / nc)`` (dlib's implementation: ``c``, not ``2i``).
 
     The constructor's ``sequence_dim`` / ``embedding_dim`` are replaced by the input's nr
     and nc at setup; PE is rebuilt whenever the input's dimensions change.
     """
+
+    _ser_version = "positional_encodings_"  # dlib stores nothing else (PE is rebuilt)
 
     def __init__(self, sequence_dim=1, embedding_dim=1):
         super().__init__()
@@ -233,6 +253,37 @@ class embeddings_(computational_layer):
             tt.calc_token_freqs(self.freqs, prev)
             tt.embeddings_gradient(prev, gradient_input, self.embs, self.freqs,
                                    self.learning_rate_multiplier, self.scale_by_freq)
+
+    def serialize(self, w):
+        """dlib's "embeddings_": embs (tensor), num_embeddings, embedding_dim (unsigned
+        longs), learning_rate_multiplier (double), scale_by_freq (bool)."""
+        w.string("embeddings_")
+        w.tensor(self.embs)
+        w.uint(self.num_embeddings)
+        w.uint(self.embedding_dim)
+        w.float64(self.learning_rate_multiplier)
+        w.bool(self.scale_by_freq)
+
+    def deserialize(self, r):
+        """The sizes must be the type's, and the table empty (before setup) or
+        ``(num_embeddings, embedding_dim)``; the table and the settings come from the file."""
+        r.expect_string("embeddings_")
+        at = r.pos
+        embs = r.tensor("embeddings_'s embs")
+        size_at = r.pos
+        num = r.uint("embeddings_'s num_embeddings")
+        dim = r.uint("embeddings_'s embedding_dim")
+        lr_mult = r.float64("embeddings_'s learning_rate_multiplier")
+        scale_by_freq = r.bool("embeddings_'s scale_by_freq")
+        if (num, dim) != (self.num_embeddings, self.embedding_dim):
+            raise r.error(f"embeddings_: the file has num_embeddings={num}, embedding_dim={dim} but the "
+                          f"net type has num_embeddings={self.num_embeddings}, "
+                          f"embedding_dim={self.embedding_dim}", size_at)
+        if embs.size() and embs.shape != (num, dim, 1, 1):
+            raise r.error(f"embeddings_: the file's table has shape {embs.shape}, expected "
+                          f"({num}, {dim}, 1, 1)", at)
+        assign_tensor(self.embs, embs)
+        self.learning_rate_multiplier, self.scale_by_freq = lr_mult, scale_by_freq
 
     def __repr__(self):
         return (f"embeddings (num_embeddings={self.num_embeddings}, embedding_dim={self.embedding_dim})"

@@ -14,7 +14,17 @@ __all__ = ["loss_layer"]
 
 
 class loss_layer:
-    """Base class of loss details."""
+    """Base class of loss details.
+
+    Serialization (dlib's ``serialize``/``deserialize`` friends): a loss without fields writes
+    only its version string, which for those losses is the class name (``loss_mean_squared_``);
+    losses with fields override both methods."""
+
+    def serialize(self, w) -> None:
+        w.string(type(self).__name__)
+
+    def deserialize(self, r) -> None:
+        r.expect_string(type(self).__name__)
 
     def _check_labels(self, name, x, sub, labels):
         n = sub.get_output().num_samples()

@@ -21,6 +21,7 @@ from ..layers.base import fmt
 from ..templates import loss_template
 from ._logistic import (assign_gradient, check_label_count, check_output_dims, check_subnet,
                         float_labels, int_labels, log1pexp, safe_log, sigmoid, softmax_channels)
+from ._serialize import read_count, read_string_vector, write_string_vector
 from .base import loss_layer
 
 __all__ = ["weighted_label", "loss_binary_hinge_", "loss_binary_hinge", "loss_binary_log_",
@@ -414,6 +415,31 @@ class loss_multimulticlass_log_(loss_layer):
         assign_gradient(sub, grad.reshape(sub.get_output().shape))
         return loss
 
+    def serialize(self, w):
+        # std::map<std::string, std::vector<std::string>>: count, then (name, labels) pairs in
+        # the map's (byte-wise sorted) order
+        w.string("loss_multimulticlass_log_")
+        w.uint(len(self.possible_labels))
+        for cname in sorted(self.possible_labels, key=lambda c: c.encode("utf-8")):
+            w.string(cname)
+            write_string_vector(w, self.possible_labels[cname])
+
+    def deserialize(self, r):
+        """The labels are restored from the file (dlib: ``item = loss_multimulticlass_log_(info)``)."""
+        r.expect_string("loss_multimulticlass_log_")
+        start = r.pos
+        info = {}
+        for i in range(read_count(r, "loss_multimulticlass_log_'s labels map", 2)):
+            cname = r.string(f"loss_multimulticlass_log_'s classifier name {i}")
+            info[cname] = read_string_vector(r, f"the labels of classifier {cname!r}")
+        try:
+            fresh = loss_multimulticlass_log_(info)
+        except (TypeError, ValueError) as e:
+            raise r.error(f"loss_multimulticlass_log_: the file's labels map is invalid: {e}", start) from None
+        self.possible_labels = fresh.possible_labels
+        self.label_idx_lookup = fresh.label_idx_lookup
+        self.total_num_labels = fresh.total_num_labels
+
     def __repr__(self):
         inner = ", ".join(f"{c}:({','.join(v)})" for c, v in self.possible_labels.items())
         return f"loss_multimulticlass_log, labels={{{inner}}}"
@@ -492,6 +518,21 @@ class loss_multibinary_log_(loss_layer):
                         -y * scale * f64 * p64 * (gam * temp + 1))
         assign_gradient(sub, grad.astype(dt).reshape(out.shape))
         return loss
+
+    def serialize(self, w):
+        w.string("loss_multibinary_log_2")
+        w.float64(self.gamma)  # a C++ double
+
+    def deserialize(self, r):
+        """gamma is restored from the file; the old ``loss_multibinary_log_`` record means 0."""
+        found = r.expect_string("loss_multibinary_log_", "loss_multibinary_log_2")
+        gamma = 0.0
+        if found == "loss_multibinary_log_2":
+            start = r.pos
+            gamma = r.float64("loss_multibinary_log_'s gamma")
+            if not gamma >= 0:
+                raise r.error(f"loss_multibinary_log_: gamma must be >= 0, found {gamma}", start)
+        self.gamma = gamma
 
     def __repr__(self):
         return f"loss_multibinary_log (gamma={fmt(self.gamma)})"

@@ -109,6 +109,22 @@ class loss_metric_(loss_layer):
         assign_gradient(sub, grad)
         return loss
 
+    def serialize(self, w):
+        w.string("loss_metric_2")
+        w.float32(self.margin)       # C++ floats
+        w.float32(self.dist_thresh)
+
+    def deserialize(self, r):
+        """dlib restores margin and dist_thresh from the file (they are constructor arguments,
+        not part of the type); the old ``loss_metric_`` record means 0.1 and 0.75."""
+        found = r.expect_string("loss_metric_", "loss_metric_2")
+        if found == "loss_metric_":
+            margin, dist_thresh = float(np.float32(0.1)), float(np.float32(0.75))
+        else:
+            margin = r.float32("loss_metric_'s margin")
+            dist_thresh = r.float32("loss_metric_'s dist_thresh")
+        self.margin, self.dist_thresh = margin, dist_thresh
+
     def __repr__(self):
         return f"loss_metric (margin={fmt(self.margin)}, distance_threshold={fmt(self.dist_thresh)})"
 
@@ -249,6 +265,14 @@ class loss_barlow_twins_(loss_layer):
         diagonal_loss = float(np.sum(cdiag_1.astype(_F64) ** 2))
         off_diag_loss = float(np.sum(off_diag.astype(_F64) ** 2))
         return float(diagonal_loss + lam * off_diag_loss)
+
+    def serialize(self, w):
+        w.string("loss_barlow_twins_")
+        w.float32(self.lambda_)  # a C++ float
+
+    def deserialize(self, r):
+        r.expect_string("loss_barlow_twins_")
+        self.lambda_ = r.float32("loss_barlow_twins_'s lambda")
 
     def __repr__(self):
         return f"loss_barlow_twins (lambda={fmt(self.lambda_)})"

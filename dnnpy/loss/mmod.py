@@ -460,6 +460,18 @@ class loss_mmod_(loss_layer):
               f", overlaps_ignore:({o.overlaps_ignore.iou_thresh:g},{o.overlaps_ignore.percent_covered_thresh:g}))")
         return s
 
+    def serialize(self, w):
+        w.string("loss_mmod_")
+        self._options.serialize(w)
+
+    def deserialize(self, r):
+        """The options are restored from the file (mmod_options versions 1 to 4)."""
+        r.expect_string("loss_mmod_")
+        opts = mmod_options()
+        opts.deserialize(r)
+        opts.be_quiet = self._options.be_quiet  # not serialized: dlib keeps the current value
+        self._options = opts
+
     def to_xml(self):
         return "<loss_mmod/>\n"
 

@@ -21,6 +21,7 @@ import enum
 
 import numpy as np
 
+from ._serialize import read_count, read_test_box_overlap, write_test_box_overlap
 from ..geometry import (find_tight_overlap_tester, mmod_rect, move_rect,
                         rectangle, set_rect_area, test_box_overlap)
 
@@ -51,6 +52,25 @@ class detector_window_details:
     def __eq__(self, other):
         return (isinstance(other, detector_window_details)
                 and (self.width, self.height, self.label) == (other.width, other.height, other.label))
+
+    def serialize(self, w):
+        """dlib writes version 2: int 2, width, height (unsigned long), label."""
+        w.int(2)
+        w.uint(self.width)
+        w.uint(self.height)
+        w.string(self.label)
+
+    @classmethod
+    def read(cls, r, what="a detector window"):
+        """dlib's reader: version 1 (width, height) or 2 (width, height, label)."""
+        start = r.pos
+        version = r.int(f"the version of {what}")
+        if version not in (1, 2):
+            raise r.error(f"mmod_options: expected {what} of version 1 or 2, found version {version}", start)
+        width = r.uint(f"the width of {what}")
+        height = r.uint(f"the height of {what}")
+        label = r.string(f"the label of {what}") if version == 2 else ""
+        return cls(width, height, label)
 
     def __repr__(self):
         label = f", {self.label!r}" if self.label else ""
@@ -226,6 +246,64 @@ class mmod_options:
         # relaxed a little: the detector positions boxes slightly differently than the labels
         self.overlaps_nms = test_box_overlap(_advance_toward_1(tight.iou_thresh),
                                              _advance_toward_1(tight.percent_covered_thresh))
+
+    # -- dlib's serialize/deserialize (a free function pair in dlib: no version string) --
+    def serialize(self, w):
+        """dlib writes version 4: int 4, the windows (vector: count + each), the three
+        doubles, overlaps_nms and overlaps_ignore (two doubles each), assume_image_pyramid as
+        a raw byte, use_bounding_box_regression (bool), bbr_lambda (double)."""
+        w.int(4)
+        w.uint(len(self.detector_windows))
+        for d in self.detector_windows:
+            d.serialize(w)
+        w.float64(self.loss_per_false_alarm)
+        w.float64(self.loss_per_missed_target)
+        w.float64(self.truth_match_iou_threshold)
+        write_test_box_overlap(w, self.overlaps_nms)
+        write_test_box_overlap(w, self.overlaps_ignore)
+        w.byte(int(self.assume_image_pyramid))
+        w.bool(self.use_bounding_box_regression)
+        w.float64(self.bbr_lambda)
+
+    def deserialize(self, r):
+        """Reads versions 1 to 4 into ``self`` (all or nothing): v1 has one unlabeled window
+        (width, height); v3 adds assume_image_pyramid (older: yes); v4 adds the bounding box
+        regression fields (older: the defaults). ``be_quiet`` is not in the file."""
+        who = "mmod_options"
+        start = r.pos
+        version = r.int("the mmod_options version")
+        if not 1 <= version <= 4:
+            raise r.error(f"{who}: expected version 1 to 4, found version {version}", start)
+        if version == 1:
+            width = r.uint("mmod_options v1's detector width")
+            height = r.uint("mmod_options v1's detector height")
+            windows = [detector_window_details(width, height)]
+        else:
+            n = read_count(r, "mmod_options's detector_windows", 3)
+            windows = [detector_window_details.read(r, f"detector window {i}") for i in range(n)]
+        fa = r.float64("mmod_options's loss_per_false_alarm")
+        miss = r.float64("mmod_options's loss_per_missed_target")
+        match = r.float64("mmod_options's truth_match_iou_threshold")
+        nms = read_test_box_overlap(r, "overlaps_nms", who)
+        ignore = read_test_box_overlap(r, "overlaps_ignore", who)
+        pyramid = use_image_pyramid.yes
+        defaults = mmod_options()
+        bbr, bbr_lambda = defaults.use_bounding_box_regression, defaults.bbr_lambda
+        if version >= 3:
+            at = r.pos
+            b = r.byte("mmod_options's assume_image_pyramid")
+            if b not in (0, 1):
+                raise r.error(f"{who}: assume_image_pyramid must be 0 (no) or 1 (yes), found {b}", at)
+            pyramid = use_image_pyramid(b)
+        if version >= 4:
+            bbr = r.bool("mmod_options's use_bounding_box_regression")
+            bbr_lambda = r.float64("mmod_options's bbr_lambda")
+        self.detector_windows = windows
+        self.loss_per_false_alarm, self.loss_per_missed_target = fa, miss
+        self.truth_match_iou_threshold = match
+        self.overlaps_nms, self.overlaps_ignore = nms, ignore
+        self.assume_image_pyramid = pyramid
+        self.use_bounding_box_regression, self.bbr_lambda = bbr, bbr_lambda
 
     def __eq__(self, other):
         return isinstance(other, mmod_options) and all(

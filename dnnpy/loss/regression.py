@@ -159,6 +159,18 @@ class loss_epsilon_insensitive_(loss_layer):
         assign_gradient(sub, np.where(above, scale, np.where(below, -scale, 0.0)).astype(o.dtype))
         return loss
 
+    def serialize(self, w):
+        w.string("loss_epsilon_insensitive_")
+        w.float64(self.eps)  # a C++ double
+
+    def deserialize(self, r):
+        r.expect_string("loss_epsilon_insensitive_")
+        start = r.pos
+        eps = r.float64("loss_epsilon_insensitive_'s eps")
+        if not eps >= 0:
+            raise r.error(f"loss_epsilon_insensitive_: eps must be >= 0, found {eps}", start)
+        self.eps = eps
+
     def __repr__(self):
         return f"loss_epsilon_insensitive epsilon: {fmt(self.eps)}"
 

@@ -46,6 +46,8 @@ import numpy as np
 from ..core import layer
 from ..geometry import centered_drect, drectangle, test_box_overlap
 from ..templates import loss_template, tag_templates
+from ._serialize import (read_count, read_string_vector, read_test_box_overlap, write_string_vector,
+                         write_test_box_overlap)
 from .base import loss_layer
 
 __all__ = ["anchor_box_details", "yolo_options", "yolo_rect", "loss_yolo_", "loss_yolo"]
@@ -63,6 +65,18 @@ class anchor_box_details:
     def __eq__(self, other):
         return (isinstance(other, anchor_box_details)
                 and (self.width, self.height) == (other.width, other.height))
+
+    def serialize(self, w):
+        w.int(0)  # dlib writes version 0 and never checks it on read
+        w.uint(self.width)
+        w.uint(self.height)
+
+    @classmethod
+    def read(cls, r, what="an anchor box"):
+        r.int(f"the version of {what}")
+        width = r.uint(f"the width of {what}")
+        height = r.uint(f"the height of {what}")
+        return cls(width, height)
 
     def __repr__(self):
         return f"anchor_box_details({self.width}, {self.height})"
@@ -110,6 +124,60 @@ class yolo_options:
         """dlib's ``operator<<`` for the anchors map: ``tag1:10x13,16x30;tag2:...``."""
         return ";".join(f"tag{t}:" + ",".join(f"{b.width}x{b.height}" for b in boxes)
                         for t, boxes in sorted(self.anchors.items()))
+
+    # -- dlib's serialize/deserialize (free functions in dlib: no version string) ------------
+    def serialize(self, w):
+        """dlib writes version 2: int 2; anchors (std::map<int, vector<anchor_box_details>>:
+        count, then (tag id, vector) pairs by tag id); labels (vector<string>);
+        iou_ignore_threshold, iou_anchor_threshold (doubles); classwise_nms (bool);
+        overlaps_nms (two doubles); lambda_obj, lambda_box, lambda_cls, gamma_obj, gamma_cls
+        (doubles)."""
+        w.int(2)
+        w.uint(len(self.anchors))
+        for tid, boxes in sorted(self.anchors.items()):
+            w.int(tid)
+            w.uint(len(boxes))
+            for b in boxes:
+                b.serialize(w)
+        write_string_vector(w, self.labels)
+        w.float64(self.iou_ignore_threshold)
+        w.float64(self.iou_anchor_threshold)
+        w.bool(self.classwise_nms)
+        write_test_box_overlap(w, self.overlaps_nms)
+        w.float64(self.lambda_obj)
+        w.float64(self.lambda_box)
+        w.float64(self.lambda_cls)
+        w.float64(self.gamma_obj)
+        w.float64(self.gamma_cls)
+
+    def deserialize(self, r):
+        """Reads versions 1 and 2 into ``self`` (all or nothing); v1 has no gamma_obj /
+        gamma_cls (they keep their current values, as dlib's reader leaves them)."""
+        start = r.pos
+        version = r.int("the yolo_options version")
+        if not 1 <= version <= 2:
+            raise r.error(f"yolo_options: expected version 1 or 2, found version {version}", start)
+        anchors = {}
+        for _ in range(read_count(r, "yolo_options's anchors map", 3)):
+            tid = r.int("an anchors map key (tag id)")
+            boxes = [anchor_box_details.read(r, f"anchor box {i} of tag {tid}")
+                     for i in range(read_count(r, f"the anchor boxes of tag {tid}", 5))]
+            anchors[tid] = boxes
+        labels = read_string_vector(r, "yolo_options's labels")
+        iou_ignore = r.float64("yolo_options's iou_ignore_threshold")
+        iou_anchor = r.float64("yolo_options's iou_anchor_threshold")
+        classwise = r.bool("yolo_options's classwise_nms")
+        nms = read_test_box_overlap(r, "overlaps_nms", "yolo_options")
+        lambdas = [r.float64(f"yolo_options's {n}") for n in ("lambda_obj", "lambda_box", "lambda_cls")]
+        gammas = [self.gamma_obj, self.gamma_cls]
+        if version >= 2:
+            gammas = [r.float64(f"yolo_options's {n}") for n in ("gamma_obj", "gamma_cls")]
+        self.anchors = dict(sorted(anchors.items()))
+        self.labels = labels
+        self.iou_ignore_threshold, self.iou_anchor_threshold = iou_ignore, iou_anchor
+        self.classwise_nms, self.overlaps_nms = classwise, nms
+        self.lambda_obj, self.lambda_box, self.lambda_cls = lambdas
+        self.gamma_obj, self.gamma_cls = gammas
 
     def __repr__(self):
         return (f"yolo_options(anchors=({self.anchors_str()}), labels={self.labels!r}, "
@@ -418,6 +486,24 @@ class loss_yolo_(loss_layer):
                 f", overlaps_nms:({o.overlaps_nms.get_iou_thresh():g},"
                 f"{o.overlaps_nms.get_percent_covered_thresh():g})"
                 f", classwise_nms:{'true' if o.classwise_nms else 'false'})")
+
+    def serialize(self, w):
+        w.string("loss_yolo_")
+        w.uint(len(self.tags))  # size_t tag count; the tag ids themselves are not stored
+        self._options.serialize(w)
+
+    def deserialize(self, r):
+        """The tag count must be the type's; the options are restored from the file."""
+        r.expect_string("loss_yolo_")
+        start = r.pos
+        count = r.uint("loss_yolo_'s tag count")
+        if count != len(self.tags):
+            raise r.error(f"loss_yolo_: the file has {count} detection tags but the net type has "
+                          f"{len(self.tags)}", start)
+        opts = yolo_options()
+        opts.gamma_obj, opts.gamma_cls = self._options.gamma_obj, self._options.gamma_cls
+        opts.deserialize(r)
+        self._options = opts
 
     def to_xml(self):
         return "<loss_yolo/>\n"

@@ -1,0 +1,67 @@
+"""Small helpers shared by the examples (not part of dnnpy's API)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+DEFAULT_OUT = "dnnpy_example_output"
+
+
+def base_parser(description: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=description,
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--out", default=DEFAULT_OUT,
+                   help="folder for the files the example writes (created if missing)")
+    p.add_argument("--quick", action="store_true",
+                   help="a tiny run (a few seconds) that exercises every step; for tests")
+    p.add_argument("--quiet", action="store_true", help="no per-epoch progress from the trainer")
+    return p
+
+
+def out_dir(path) -> Path:
+    d = Path(os.fspath(path))
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def make_trainer(net, solver, learning_rate, mini_batch_size, max_epochs, verbose,
+                 min_learning_rate=1e-5):
+    """A ``dnnpy.dnn_trainer`` configured the way dlib's examples do it."""
+    import dnnpy
+
+    trainer = dnnpy.dnn_trainer(net, solver)
+    trainer.set_learning_rate(learning_rate)
+    trainer.set_min_learning_rate(min_learning_rate)
+    trainer.set_mini_batch_size(mini_batch_size)
+    trainer.set_max_num_epochs(max_epochs)
+    if verbose:
+        trainer.be_verbose()
+    return trainer
+
+
+def predict_in_batches(net, images, batch_size=256):
+    """``net(images)`` a slice at a time (keeps memory flat for big test sets)."""
+    out = []
+    for i in range(0, len(images), batch_size):
+        out.append(np.asarray(net(images[i:i + batch_size])))
+    return np.concatenate(out)
+
+
+def accuracy(net, images, labels):
+    """``(num_right, num_wrong, accuracy)`` as dlib's examples print them."""
+    predicted = predict_in_batches(net, images)
+    right = int(np.sum(predicted == np.asarray(labels)))
+    return right, len(labels) - right, right / len(labels)
+
+
+class Timer:
+    def __init__(self):
+        self.t0 = time.perf_counter()
+
+    def __call__(self) -> float:
+        return time.perf_counter() - self.t0

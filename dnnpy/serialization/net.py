@@ -1,0 +1,294 @@
+"""Whole nets in dlib's byte layout (``dlib/dnn/core.h``'s wrapper ``serialize`` friends).
+
+Each wrapper writes its version int, then its subnet, then its own fields, so the file holds
+every wrapper version (outer to inner), then the input layer, then each layer's details and
+bookkeeping from the input up (reference: ``dlib-dat-format.md`` section 2)::
+
+    add_loss_layer             int 1, <loss details>, <subnet>
+    add_layer (on a layer)     int 2, <subnet>, <details>, bool setup_called,
+                               bool gradient_input_is_stale, bool getters_disabled,
+                               tensor x_grad, tensor cached_output, tensor params_grad
+                               (v1: no params_grad; read only)
+    add_layer (on the input)   int 3, <input>, <details>, 3 bools, tensor x_grad,
+                               tensor cached_output, tensor grad_final,
+                               unsigned sample_expansion_factor   (v2: no sef, read as 1)
+    add_tag_layer (on a layer) int 1, <subnet>                    (the tag id is not stored)
+    add_tag_layer (on input)   int 2, <input>, tensor cached_output, tensor grad_final,
+                               bool gradient_input_is_stale, unsigned sef (v1: no sef)
+    add_skip_layer             int 1, <subnet>
+    repeat                     int 1, vector of the N copies (each a net over
+                               repeat_input_layer, which writes nothing), <subnet>
+
+Every details object (layer, loss, input) writes itself with ``obj.serialize(w)`` and reads
+itself with ``obj.deserialize(r)`` (the per-object contract, ``docs/serialization.md``).
+
+``read_net`` is atomic: it reads into a deep copy of the net and only when every byte was read
+moves the state into the caller's nodes (``read_net_staged`` returns that commit step, so a
+caller reading a larger record, such as a trainer's sync file, commits only at the end).
+"""
+
+from __future__ import annotations
+
+import copy
+
+from ..core import (_input_node, add_layer, add_loss_layer, add_skip_layer, add_tag_layer,
+                    repeat_layer)
+from ..errors import SerializationError
+from ..templates import SUBNET as _repeat_input_layer
+from ..tensor import resizable_tensor
+from .primitives import Reader, Writer
+
+__all__ = ["write_net", "read_net", "read_net_staged", "write_object", "read_object"]
+
+
+# ----------------------------------------------------------------------------------------
+# one details object
+
+def _name(obj) -> str:
+    return type(obj).__name__
+
+
+def write_object(w: Writer, obj, role="layer"):
+    """``obj.serialize(w)``, or a ``SerializationError`` naming the class when it has none."""
+    method = getattr(obj, "serialize", None)
+    if method is None:
+        raise SerializationError(f"cannot serialize the {role} {_name(obj)} ({obj!r}): it has no "
+                                 f"serialize(w) method yet")
+    method(w)
+
+
+def read_object(r: Reader, obj, role="layer"):
+    """``obj.deserialize(r)``; any exception that is not a ``SerializationError`` (a numpy
+    error on odd data, ...) becomes one naming the object and the offset where it started."""
+    method = getattr(obj, "deserialize", None)
+    if method is None:
+        raise r.error(f"cannot deserialize the {role} {_name(obj)}: it has no deserialize(r) "
+                      f"method yet")
+    start = r.pos
+    try:
+        method(r)
+    except SerializationError:
+        raise
+    except Exception as e:  # noqa: BLE001 - wrapped with its object and offset
+        raise r.error(f"reading the {role} {_name(obj)} failed: {type(e).__name__}: {e}",
+                      start) from e
+
+
+def _empty_if_none(t):
+    return t if t is not None else resizable_tensor()
+
+
+# ----------------------------------------------------------------------------------------
+# writing
+
+def _write_input(w, node):
+    layer = node.input_layer()
+    if isinstance(layer, _repeat_input_layer):
+        return  # repeat_input_layer serializes nothing
+    write_object(w, layer, "input layer")
+
+
+def _write_node(w, node):
+    if isinstance(node, add_loss_layer):
+        w.int(1)
+        write_object(w, node._loss, "loss layer")
+        _write_node(w, node._subnet)
+    elif isinstance(node, add_layer):
+        sub = node._subnet
+        on_input = isinstance(sub, _input_node)
+        w.int(3 if on_input else 2)
+        if on_input:
+            _write_input(w, sub)
+        else:
+            _write_node(w, sub)
+        write_object(w, node._details)
+        w.bool(node._setup_called)
+        w.bool(node._gradient_input_is_stale)
+        w.bool(node._getters_disabled)
+        w.tensor(node._x_grad)
+        w.tensor(node._cached_output)
+        if on_input:
+            w.tensor(sub.grad_final)
+            w.uint(sub._sample_expansion_factor)
+        else:
+            w.tensor(node._params_grad)
+    elif isinstance(node, add_tag_layer):
+        sub = node._subnet
+        if isinstance(sub, _input_node):
+            w.int(2)
+            _write_input(w, sub)
+            w.tensor(_empty_if_none(sub._x))     # dlib's tag copies x into cached_output
+            w.tensor(sub.grad_final)
+            w.bool(sub._grad_stale)
+            w.uint(sub._sample_expansion_factor)
+        else:
+            w.int(1)
+            _write_node(w, sub)
+    elif isinstance(node, add_skip_layer):
+        w.int(1)
+        _write_node(w, node._subnet)
+    elif isinstance(node, repeat_layer):
+        w.int(1)
+        w.uint(len(node.copies))
+        for c in node.copies:
+            _write_node(w, c)
+        _write_node(w, node._subnet)
+    elif isinstance(node, _input_node):
+        # only reachable for a skip or repeat directly on the input (not a dlib type):
+        # the input layer alone
+        _write_input(w, node)
+    else:
+        raise SerializationError(f"cannot serialize a net node of type {_name(node)}")
+
+
+def write_net(w: Writer, net):
+    """Append ``net`` in dlib's layout (the bytes dlib's ``serialize(net, out)`` writes)."""
+    _write_node(w, net)
+
+
+# ----------------------------------------------------------------------------------------
+# reading
+
+def _version(r, what, accepted):
+    start = r.pos
+    v = r.int(f"the version of {what}")
+    if v not in accepted:
+        raise r.error(f"expected {what} version {' or '.join(map(str, accepted))}, found {v}", start)
+    return v
+
+
+def _read_input(r, node):
+    if isinstance(node._input_layer, _repeat_input_layer):
+        return
+    read_object(r, node._input_layer, "input layer")
+
+
+def _read_node(r, node, where):
+    if isinstance(node, add_loss_layer):
+        _version(r, f"add_loss_layer ({where})", (1,))
+        read_object(r, node._loss, "loss layer")
+        _read_node(r, node._subnet, where + " > subnet")
+    elif isinstance(node, add_layer):
+        sub = node._subnet
+        on_input = isinstance(sub, _input_node)
+        name = _name(node._details)
+        what = f"add_layer<{name}> ({where}{', next to the input' if on_input else ''})"
+        v = _version(r, what, (2, 3) if on_input else (1, 2))
+        if on_input:
+            _read_input(r, sub)
+        else:
+            _read_node(r, sub, where + " > subnet")
+        read_object(r, node._details)
+        node._setup_called = r.bool(f"{name}'s setup_called flag")
+        node._gradient_input_is_stale = r.bool(f"{name}'s gradient_input_is_stale flag")
+        node._getters_disabled = r.bool(f"{name}'s get_output_and_gradient_input_disabled flag")
+        node._x_grad = r.tensor(f"{name}'s x_grad tensor")
+        node._cached_output = r.tensor(f"{name}'s cached_output tensor")
+        if on_input:
+            sub.grad_final = r.tensor(f"{name}'s grad_final tensor")
+            sub._sample_expansion_factor = (r.uint(f"{name}'s sample_expansion_factor")
+                                            if v >= 3 else 1)
+            sub._x = None
+            sub._grad_stale = True
+        elif v >= 2:
+            node._params_grad = r.tensor(f"{name}'s params_grad tensor")
+        else:
+            node._params_grad = resizable_tensor()
+    elif isinstance(node, add_tag_layer):
+        sub = node._subnet
+        if isinstance(sub, _input_node):
+            v = _version(r, f"add_tag_layer tag{node.id} on the input ({where})", (1, 2))
+            _read_input(r, sub)
+            out = r.tensor(f"tag{node.id}'s cached_output tensor")
+            sub._x = out if out.size() else None
+            sub.grad_final = r.tensor(f"tag{node.id}'s grad_final tensor")
+            sub._grad_stale = r.bool(f"tag{node.id}'s gradient_input_is_stale flag")
+            sub._sample_expansion_factor = (r.uint(f"tag{node.id}'s sample_expansion_factor")
+                                            if v >= 2 else 1)
+        else:
+            _version(r, f"add_tag_layer tag{node.id} ({where})", (1,))
+            _read_node(r, sub, where + f" > tag{node.id}")
+    elif isinstance(node, add_skip_layer):
+        _version(r, f"add_skip_layer skip{node.id} ({where})", (1,))
+        _read_node(r, node._subnet, where + f" > skip{node.id}")
+    elif isinstance(node, repeat_layer):
+        _version(r, f"repeat ({where})", (1,))
+        start = r.pos
+        n = r.uint("the number of repeat copies")
+        if n != len(node.copies):
+            raise r.error(f"repeat: the file has {n} copies but the net type has "
+                          f"{len(node.copies)}", start)
+        for i, c in enumerate(node.copies):
+            _read_node(r, c, where + f" > repeat copy {i}")
+        _read_node(r, node._subnet, where + " > repeat subnet")
+    elif isinstance(node, _input_node):
+        _read_input(r, node)
+    else:
+        raise r.error(f"cannot deserialize a net node of type {_name(node)}")
+
+
+def _pairs(old, new):
+    """Corresponding nodes of two nets of the same structure."""
+    yield old, new
+    if isinstance(old, repeat_layer):
+        for a, b in zip(old.copies, new.copies):
+            yield from _pairs(a, b)
+    if not isinstance(old, _input_node):
+        yield from _pairs(old._subnet, new._subnet)
+
+
+def _adopt(old, new):
+    """Give ``old`` the state of ``new`` while keeping ``old``'s identity (a user may hold a
+    reference to a layer's details); objects without a plain ``__dict__`` are replaced."""
+    if type(old) is type(new) and hasattr(old, "__dict__") and not hasattr(type(old), "__slots__"):
+        old.__dict__.clear()
+        old.__dict__.update(new.__dict__)
+        return old
+    return new
+
+
+_STATE = {
+    add_layer: ("_setup_called", "_gradient_input_is_stale", "_getters_disabled", "_x_grad",
+                "_cached_output", "_params_grad"),
+    _input_node: ("_x", "grad_final", "_grad_stale", "_sample_expansion_factor"),
+}
+
+
+def _commit(old, new):
+    for a, b in _pairs(old, new):
+        if isinstance(a, add_loss_layer):
+            a._loss = _adopt(a._loss, b._loss)
+        elif isinstance(a, add_layer):
+            a._details = _adopt(a._details, b._details)
+            for k in _STATE[add_layer]:
+                setattr(a, k, getattr(b, k))
+        elif isinstance(a, _input_node):
+            a._input_layer = _adopt(a._input_layer, b._input_layer)
+            for k in _STATE[_input_node]:
+                setattr(a, k, getattr(b, k))
+
+
+def read_net_staged(r: Reader, net):
+    """Read a net of ``net``'s structure from ``r`` into a copy of ``net``; returns a function
+    that moves the state into ``net`` (it cannot fail). ``net`` is untouched until then."""
+    try:
+        staged = copy.deepcopy(net)
+    except Exception as e:  # noqa: BLE001
+        raise SerializationError(f"cannot copy the target net to read into it: {type(e).__name__}: {e}") from e
+    start = r.pos
+    top = _name(net._loss if isinstance(net, add_loss_layer) else getattr(net, "_details", net))
+    try:
+        _read_node(r, staged, top)
+    except SerializationError:
+        raise
+    except RecursionError as e:
+        raise r.error("the net is nested too deeply to read", start) from e
+    except Exception as e:  # noqa: BLE001 - a bug or odd data in some reader: still a read error
+        raise r.error(f"reading the net failed: {type(e).__name__}: {e}") from e
+    return lambda: _commit(net, staged)
+
+
+def read_net(r: Reader, net):
+    """Read a net written by ``write_net`` (or by dlib) into ``net``, atomically: on any error
+    a ``SerializationError`` is raised and ``net`` is unchanged."""
+    read_net_staged(r, net)()

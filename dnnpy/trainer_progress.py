@@ -1,0 +1,130 @@
+"""dnn_trainer's console output and loss plot.
+
+Verbose mode prints dlib's lines (``epoch: ...  learning rate: ...  average loss: ...  steps
+without apparent progress: ...``, ``Epoch: ...`` at each epoch end, ``step#: ...`` from the
+``*_one_step`` calls, ``Saved state to ...``). On a terminal a live status line (epoch, average
+loss, learning rate, samples/s, steps without progress) is redrawn in place at most every
+0.5 s; elsewhere (a log file, a pipe) dlib's plain lines are printed every 20 s (40 s for
+``*_one_step``), as dlib does.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+
+def fmt(x) -> str:
+    """C++ ``cast_to_string`` of a double (ostream's default: 6 significant digits)."""
+    return "%g" % x
+
+
+def rpad(s: str, n: int) -> str:
+    return s.ljust(n)
+
+
+STRING_PAD, EPOCH_PAD, LR_PAD = 11, 4, 4   # dlib's string_pad, epoch_string_pad, lr_string_pad
+
+
+class progress_display:
+    """Writes the trainer's verbose output to ``stream`` (default: ``sys.stdout`` at the time
+    of each write, so test capture and redirection work)."""
+
+    live_interval = 0.5
+    plain_interval = 20.0
+    step_interval = 40.0
+
+    def __init__(self, stream=None):
+        self._stream = stream
+        self._live = False          # a live line is on screen (needs clearing before a message)
+        self._last_draw = 0.0
+        self._last_plain = time.monotonic()
+        self._rate_t = time.monotonic()
+        self._rate_samples = 0
+        self._rate = 0.0
+
+    @property
+    def stream(self):
+        return self._stream if self._stream is not None else sys.stdout
+
+    def is_tty(self) -> bool:
+        try:
+            return bool(self.stream.isatty())
+        except (AttributeError, ValueError):
+            return False
+
+    def reset_timer(self):
+        """dlib sets ``last_time = now`` at the start of every epoch."""
+        self._last_plain = time.monotonic()
+
+    def count_samples(self, n):
+        self._rate_samples += n
+        now = time.monotonic()
+        if now - self._rate_t >= 1.0:
+            self._rate = self._rate_samples / (now - self._rate_t)
+            self._rate_t, self._rate_samples = now, 0
+
+    def samples_per_second(self) -> float:
+        """Over the last full second, or since the window started when none has passed."""
+        if self._rate:
+            return self._rate
+        elapsed = time.monotonic() - self._rate_t
+        return self._rate_samples / elapsed if elapsed > 0 else 0.0
+
+    def _clear_live(self):
+        if self._live:
+            self.stream.write("\r\033[K")
+            self._live = False
+
+    def message(self, text):
+        """A line of its own (``Saved state to ...``)."""
+        self._clear_live()
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def live(self, text):
+        """Redraw the live status line (terminals only, at most every 0.5 s)."""
+        now = time.monotonic()
+        if now - self._last_draw < self.live_interval:
+            return
+        self._last_draw = now
+        self.stream.write("\r\033[K" + text)
+        self.stream.flush()
+        self._live = True
+
+    def plain_due(self, interval) -> bool:
+        now = time.monotonic()
+        if now - self._last_plain > interval:
+            self._last_plain = now
+            return True
+        return False
+
+
+def save_loss_plot(path, train_losses, test_losses=(), title="dnn_trainer loss"):
+    """Write a PNG of the per-step training loss (and test loss) with matplotlib."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg", force=False)
+        import matplotlib.pyplot as plt
+    except ImportError as e:
+        raise ImportError("dnn_trainer.save_loss_plot needs matplotlib, which is an optional extra: "
+                          "pip install 'dnnpy[plot]' (or pip install matplotlib)") from e
+    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
+    try:
+        if len(train_losses):
+            ax.plot(range(1, len(train_losses) + 1), train_losses, lw=0.8, label="training loss")
+        if len(test_losses):
+            ax.plot(range(1, len(test_losses) + 1), test_losses, lw=0.8, label="test loss")
+        ax.set_xlabel("step")
+        ax.set_ylabel("loss")
+        ax.set_title(title)
+        positive = [v for v in list(train_losses) + list(test_losses) if v > 0]
+        if positive and max(positive) / min(positive) > 100:
+            ax.set_yscale("log")
+        if len(train_losses) or len(test_losses):
+            ax.legend()
+        ax.grid(True, alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(path, format="png")
+    finally:
+        plt.close(fig)

@@ -1,0 +1,85 @@
+"""Seeded fuzzing of saved files: truncations at every offset and random byte mutations.
+Each read must either succeed or raise SerializationError, never another exception, and a
+failed read must leave the target unchanged."""
+
+import time
+
+import numpy as np
+import pytest
+
+import dnnpy
+from dnnpy import (SerializationError, adam, con, fc, input, loss_multiclass_log, relu, repeat,
+                   skip1, tag1, tag2)
+from dnnpy.serialization import from_bytes, to_bytes
+
+NETS = {
+    "example": loss_multiclass_log[fc[3, relu[con[2, 3, 3, 1, 1, input[np.float32]]]]],
+    "tags+repeat": loss_multiclass_log[fc[3, skip1[tag2[repeat[2, lambda s: relu[fc[3, s]],
+                                                             tag1[input[np.float32]]]]]]],
+}
+
+
+def _trained(net_type):
+    net = net_type()
+    x = [np.random.default_rng(i).standard_normal((4, 4)).astype(np.float32) for i in range(2)]
+    net.compute_parameter_gradients(x, [0, 1])
+    return net
+
+
+def _check(data, target, before):
+    """Read ``data`` into ``target``: success, or a SerializationError and no change."""
+    try:
+        from_bytes(data, target, "fuzz")
+    except SerializationError as e:
+        assert "byte offset" in str(e) or "fuzz" in str(e)
+        assert to_bytes(target, "dlib") == before, "a failed read changed the target"
+        return False
+    return True
+
+
+def _variants(data, rng, n_mutations):
+    for cut in range(len(data)):           # every truncation
+        yield data[:cut]
+    for _ in range(n_mutations):           # 1-3 random bytes replaced
+        b = bytearray(data)
+        for _ in range(rng.integers(1, 4)):
+            b[rng.integers(len(b))] = rng.integers(256)
+        yield bytes(b)
+    for _ in range(n_mutations // 4):      # an inserted or deleted byte shifts everything after it
+        i = int(rng.integers(len(data)))
+        yield data[:i] + bytes([rng.integers(256)]) + data[i:] if rng.integers(2) else data[:i] + data[i + 1:]
+
+
+@pytest.mark.parametrize("name", list(NETS))
+@pytest.mark.parametrize("fmt", ["dnnpy", "dlib"])
+def test_fuzz_net_files(name, fmt):
+    net_type = NETS[name]
+    data = to_bytes(_trained(net_type), fmt)
+    target = _trained(net_type)
+    before = to_bytes(target, "dlib")
+    rng = np.random.default_rng(1234)
+    ok = failed = 0
+    t0 = time.perf_counter()
+    for variant in _variants(data, rng, 300):
+        if _check(variant, target, before):
+            ok += 1
+            target = _trained(net_type)   # a successful read changed it: start again
+            before = to_bytes(target, "dlib")
+        else:
+            failed += 1
+    assert failed >= len(data)            # every truncation fails (trailing-byte check too)
+    assert time.perf_counter() - t0 < 30  # no hang and no giant allocation
+
+
+def test_fuzz_solver_files():
+    net = _trained(NETS["example"])
+    solvers = dnnpy.make_solvers(net, adam())
+    net.update_parameters(solvers, 0.01)
+    data = to_bytes(solvers)
+    rng = np.random.default_rng(7)
+    for variant in _variants(data, rng, 200):
+        target = [adam()]
+        try:
+            from_bytes(variant, target)
+        except SerializationError:
+            assert len(target) == 1 and target[0].t == 0 and target[0].m.size() == 0
