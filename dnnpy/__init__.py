@@ -18,6 +18,7 @@ from . import tensor_tools
 from .core import (add_layer, add_loss_layer, add_skip_layer, add_tag_layer, input_layer, layer,
                    repeat_layer)
 from .errors import SerializationError
+from .datasets import load_mnist_dataset
 from .solvers import adam, make_solvers, sgd
 from .serialization import deserialize, load, serialize
 from .geometry import drectangle, ignored_mmod_rect, mmod_rect, rectangle, test_box_overlap
@@ -35,7 +36,7 @@ from .tensor import alias_tensor, have_same_dimensions, resizable_tensor, tensor
 from .tensor_tools import force_cpu, use_cuda
 from .testing import layer_test_results, test_layer
 from .testing_loss import loss_test_results, test_loss
-from .trainer import dnn_trainer
+from .training import dnn_trainer
 from .statistics import (count_steps_without_decrease, count_steps_without_decrease_robust,
                          count_steps_without_increase, probability_that_sequence_is_increasing,
                          probability_values_are_increasing, probability_values_are_increasing_robust,
@@ -51,7 +52,7 @@ __all__ = [
     "add_layer", "add_loss_layer", "add_tag_layer", "add_skip_layer", "repeat_layer", "layer",
     "input_layer", "repeat", "SUBNET", "NetType", "net_type_from_string", "layer_template",
     "loss_template",
-    "test_layer", "layer_test_results", "test_loss", "loss_test_results", "force_cpu", "use_cuda", "SerializationError", "sgd", "adam", "make_solvers",
+    "test_layer", "layer_test_results", "test_loss", "loss_test_results", "force_cpu", "use_cuda", "SerializationError", "sgd", "adam", "make_solvers", "load_mnist_dataset",
     "serialize", "deserialize", "load",
     "dnn_trainer", "running_stats", "running_stats_decayed", "running_gradient",
     "count_steps_without_decrease", "count_steps_without_decrease_robust",

@@ -397,7 +397,7 @@ def test_exported():
 def test_live_progress_on_a_terminal():
     import io
 
-    from dnnpy.trainer_progress import progress_display
+    from dnnpy.training.progress import progress_display
 
     class tty(io.StringIO):
         def isatty(self):

@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import os
 
-from .errors import SerializationError
-from .serialization.primitives import Reader, Writer
-from .statistics import running_stats, running_stats_decayed
+from ..errors import SerializationError
+from ..serialization.primitives import Reader, Writer
+from ..statistics import running_stats, running_stats_decayed
 
 KIND = "dnn_trainer"
 DLIB_TRAINER_VERSION = 13
@@ -37,7 +37,7 @@ EXTENSION_VERSION = 1
 
 
 def _io():
-    from .serialization import files, net
+    from ..serialization import files, net
     return net, files
 
 

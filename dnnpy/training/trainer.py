@@ -39,13 +39,13 @@ from collections import deque
 
 import numpy as np
 
-from .core import add_loss_layer
-from .errors import SerializationError
-from .solvers import make_solvers, sgd
-from .statistics import (count_steps_without_decrease, count_steps_without_decrease_robust,
+from ..core import add_loss_layer
+from ..errors import SerializationError
+from ..solvers import make_solvers, sgd
+from ..statistics import (count_steps_without_decrease, count_steps_without_decrease_robust,
                          running_stats, running_stats_decayed)
-from . import trainer_progress as _progress
-from .trainer_guard import sync_and_guard
+from . import progress as _progress
+from .guard import sync_and_guard
 
 __all__ = ["dnn_trainer"]
 
@@ -484,15 +484,15 @@ class dnn_trainer(sync_and_guard):
 
     def __str__(self):
         """dlib's ``operator<<(ostream, dnn_trainer)``."""
-        from .visitors.walk import count_parameters
+        from ..visitors.walk import count_parameters
 
         net = self._net
         lines = ["dnn_trainer details: ", f"  net_type::num_layers:  {net.num_layers()}"]
         temp = copy.deepcopy(net)
         temp.clean()
         try:
-            from .serialization.net import write_net
-            from .serialization.primitives import Writer
+            from ..serialization.net import write_net
+            from ..serialization.primitives import Writer
             w = Writer()
             write_net(w, temp)
             size = f"{_progress.fmt(len(w.buffer) / 1024.0 / 1024.0)} MiB"

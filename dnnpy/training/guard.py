@@ -1,7 +1,7 @@
 """dnn_trainer's synchronization to disk and its divergence guard (trainer.h ``sync_to_disk``,
-``loss_increased_since_last_disk_sync``), as a mixin of ``dnnpy.trainer.dnn_trainer``.
+``loss_increased_since_last_disk_sync``), as a mixin of ``dnnpy.training.dnn_trainer``.
 
-The state file format and the file handling are in ``dnnpy.trainer_sync``; the rules are
+The state file format and the file handling are in ``dnnpy.training.sync``; the rules are
 described in ``docs/training.md`` ("Synchronization and resume", "Divergence guard").
 """
 
@@ -16,9 +16,9 @@ from datetime import timedelta
 
 import numpy as np
 
-from .errors import SerializationError
-from .statistics import probability_values_are_increasing, probability_values_are_increasing_robust
-from . import trainer_sync as _sync
+from ..errors import SerializationError
+from ..statistics import probability_values_are_increasing, probability_values_are_increasing_robust
+from . import sync as _sync
 
 _NAME = "dnn_trainer"
 
@@ -76,7 +76,7 @@ class sync_and_guard:
         self._nonfinite_seen = False
 
     def _params_finite(self) -> bool:
-        from .visitors.walk import visit_layer_parameters
+        from ..visitors.walk import visit_layer_parameters
 
         ok = True
 
