@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import dnnpy.tensor_tools as tt
-from dnnpy import con, cont, input_tensor, layer, resizable_tensor
+from dnnpy import con, cont, input_tensor, resizable_tensor
 
 import reference
 

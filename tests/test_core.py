@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import dnnpy
-from dnnpy import (SUBNET, con, con_, cont, fc, fc_no_bias, input, input_rgb_image, input_tensor,
+from dnnpy import (con, con_, cont, fc, fc_no_bias, input, input_rgb_image, input_tensor,
                    layer, loss_mean_squared_per_channel_and_pixel, net_type_from_string, relu,
                    repeat, resizable_tensor, skip1, tag1, tag2)
 

@@ -17,7 +17,7 @@ from dnnpy import (LINEAR_NO_BIAS, act, act4, act16, adaptive_computation_time,
                    embeddings_, input_tensor, layer, linear, linear_, linear_no_bias, mult_prev_,
                    mult_prev2, multm_prev_, multm_prev3, neg_infinity_tag, positional_encodings,
                    positional_encodings_, resizable_tensor, scale_, scale1, scale_prev_, scale_prev2,
-                   tag1, tag2, tag3, test_layer, tril, tril_, tril_diag, tril_mask, zero_tag)
+                   tag1, tag2, tag3, tril, tril_, tril_diag, tril_mask, zero_tag)
 from dnnpy.core import add_layer
 
 

@@ -2,7 +2,6 @@
 linear, activations, softmax, dropout, normalisation, affine and pooling layers:
 round trips, dlib's exact bytes, old versions, cross-type reads and bad records."""
 
-import struct
 
 import numpy as np
 import pytest

@@ -10,7 +10,7 @@ import pytest
 import dnnpy
 from dnnpy import (SerializationError, adam, con, fc, input, input_rgb_image, input_tensor,
                    loss_multiclass_log, relu, repeat, sgd, skip1, tag1, tag2)
-from dnnpy.serialization import MAGIC, Reader, Writer, from_bytes, read_net, to_bytes, write_net
+from dnnpy.serialization import MAGIC, Reader, Writer, from_bytes, read_net, to_bytes
 
 
 def hx(s):

@@ -4,7 +4,6 @@ and net.update_parameters training a small net."""
 import numpy as np
 import pytest
 
-import dnnpy
 from dnnpy import (adam, bn_con, con, fc, fc_, input, input_tensor, layer, loss_mean_squared,
                    make_solvers, relu, resizable_tensor, sgd)
 from dnnpy.tensor import default_dtype

@@ -65,3 +65,15 @@ class Timer:
 
     def __call__(self) -> float:
         return time.perf_counter() - self.t0
+
+
+def report_accuracy(net, splits, results):
+    """Print dlib's num_right / num_wrong / accuracy lines for each ``(name, images, labels)``
+    and record ``results[name + "_accuracy"]``."""
+    for name, images, labels in splits:
+        right, wrong, acc = accuracy(net, images, labels)
+        print(f"{name} num_right: {right}")
+        print(f"{name} num_wrong: {wrong}")
+        print(f"{name} accuracy:  {acc:.4f}")
+        results[f"{name}_accuracy"] = acc
+    return results

@@ -35,7 +35,7 @@ import numpy as np
 import dnnpy
 from dnnpy import con, fc, input, loss_multiclass_log, max_pool, relu
 from dnnpy.datasets import load_digits, load_mnist_dataset
-from dnnpy.examples._util import Timer, accuracy, base_parser, make_trainer, out_dir
+from dnnpy.examples._util import Timer, base_parser, make_trainer, out_dir, report_accuracy
 
 net_type = loss_multiclass_log[
                fc[10,
@@ -106,12 +106,7 @@ def main(argv=None) -> dict:
     print(f"training done ({train_seconds:.1f} s in this run); saved the net to {net_path}")
 
     results = {"train_seconds": train_seconds, "net_path": net_path, "resumed": resumed}
-    for name, x, y in (("training", train_x, train_y), ("testing", test_x, test_y)):
-        right, wrong, acc = accuracy(net, x, y)
-        print(f"{name} num_right: {right}")
-        print(f"{name} num_wrong: {wrong}")
-        print(f"{name} accuracy:  {acc:.4f}")
-        results[f"{name}_accuracy"] = acc
+    report_accuracy(net, [("training", train_x, train_y), ("testing", test_x, test_y)], results)
     print(f"done in {timer():.1f} s")
     return results
 

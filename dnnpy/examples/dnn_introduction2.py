@@ -30,7 +30,7 @@ import dnnpy
 from dnnpy import (add_prev1, add_prev2, affine, avg_pool, avg_pool_everything, bn_con, con, fc,
                    input, loss_multiclass_log, relu, repeat, skip1, tag1, tag2)
 from dnnpy.datasets import load_digits
-from dnnpy.examples._util import Timer, accuracy, base_parser, out_dir
+from dnnpy.examples._util import Timer, base_parser, out_dir, report_accuracy
 
 
 def block(N, BN, stride, SUBNET):
@@ -128,12 +128,7 @@ def main(argv=None) -> dict:
           f"type (bn_con -> affine)")
 
     results = {"train_seconds": train_seconds, "net_path": net_path}
-    for name, x, y in (("training", train_x, train_y), ("testing", test_x, test_y)):
-        right, wrong, acc = accuracy(tnet, x, y)
-        print(f"{name} num_right: {right}")
-        print(f"{name} num_wrong: {wrong}")
-        print(f"{name} accuracy:  {acc:.4f}")
-        results[f"{name}_accuracy"] = acc
+    report_accuracy(tnet, [("training", train_x, train_y), ("testing", test_x, test_y)], results)
     print(f"done in {timer():.1f} s")
     return results
 

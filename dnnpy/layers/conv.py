@@ -14,7 +14,7 @@ from ..tensor import alias_tensor
 from ..templates import layer_template
 from ._serial import (check_fits, expect_same, read_alias, read_multipliers, write_alias,
                       write_multipliers)
-from .base import check_int, computational_layer, fmt, randomize_parameters, with_multipliers
+from .base import check_int, computational_layer, randomize_parameters, with_multipliers
 
 __all__ = ["con_", "cont_", "con", "cont"]
 

@@ -9,7 +9,6 @@ mask drawn by a forward pass is kept in ``self.mask`` and used by the next backw
 
 from __future__ import annotations
 
-import numbers
 
 import numpy as np
 

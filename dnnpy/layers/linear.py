@@ -9,7 +9,6 @@ WEIGHT gradient (not the bias gradient) by that multiplier.
 
 from __future__ import annotations
 
-import numpy as np
 
 from .. import tensor_tools as tt
 from ..tensor import alias_tensor

@@ -21,7 +21,7 @@ from .. import tensor_tools as tt
 from ..tensor import resizable_tensor
 from ..templates import layer_template
 from . import base
-from ._serial import assign_tensor, read_int_at_least, version_only
+from ._serial import assign_tensor, version_only
 from .base import check_int, computational_layer, fmt
 from ..printing import xml_matrix
 

@@ -29,8 +29,8 @@ import warnings
 import numpy as np
 
 from ..geometry import (box_intersection_over_union, box_percent_covered, center,
-                        centered_rect, dcenter, drectangle, get_rect, ignored_mmod_rect, mmod_rect,
-                        move_rect, rectangle, round_point, set_rect_area, test_box_overlap)
+                        centered_rect, dcenter, drectangle, get_rect, mmod_rect, move_rect,
+                        rectangle, round_point, set_rect_area)
 from ..templates import loss_template
 from ..visitors.maps import input_tensor_to_output_tensor, output_tensor_to_input_tensor
 from .base import loss_layer

@@ -342,7 +342,6 @@ class loss_yolo_(loss_layer):
         labels = list(labels)
         if len(labels) != x.num_samples():
             raise ValueError(f"loss_yolo_: got {len(labels)} labels for {x.num_samples()} input samples")
-        opts = self._options
         # dlib: input_rect = rectangle(nr, nc), i.e. x spans the rows' count (quirk, see module doc)
         in_r, in_b = x.nr() - 1.0, x.nc() - 1.0
         input_area = float(x.nr() * x.nc())
@@ -436,7 +435,6 @@ class loss_yolo_(loss_layer):
             raise ValueError(f"loss_yolo_: the sample expansion factor must be 1, got "
                              f"{sub.sample_expansion_factor()}")
         heads = [self._head(sub, tag, x) for tag in self.tags]
-        opts = self._options
         result = []
         for n in range(x.num_samples()):
             dets = []

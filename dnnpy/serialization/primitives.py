@@ -22,7 +22,6 @@ Encodings (see ``/docs`` and dlib's serialize.h):
 from __future__ import annotations
 
 import math
-import struct
 
 import numpy as np
 
