@@ -33,7 +33,7 @@ from .visitors import __all__ as _visitors_all
 from .templates import (NetType, SUBNET, layer_template, loss_template, net_type_from_string, repeat,
                         skip_templates, tag_templates)
 from .tensor import alias_tensor, have_same_dimensions, resizable_tensor, tensor
-from .tensor_tools import force_cpu, use_cuda
+from .tensor_tools import backend_info, force_cpu, use_cuda
 from .testing import layer_test_results, test_layer
 from .testing_loss import loss_test_results, test_loss
 from .training import dnn_trainer
@@ -52,7 +52,7 @@ __all__ = [
     "add_layer", "add_loss_layer", "add_tag_layer", "add_skip_layer", "repeat_layer", "layer",
     "input_layer", "repeat", "SUBNET", "NetType", "net_type_from_string", "layer_template",
     "loss_template",
-    "test_layer", "layer_test_results", "test_loss", "loss_test_results", "force_cpu", "use_cuda", "SerializationError", "sgd", "adam", "make_solvers", "load_mnist_dataset",
+    "test_layer", "layer_test_results", "test_loss", "loss_test_results", "force_cpu", "use_cuda", "backend_info", "SerializationError", "sgd", "adam", "make_solvers", "load_mnist_dataset",
     "serialize", "deserialize", "load",
     "dnn_trainer", "running_stats", "running_stats_decayed", "running_gradient",
     "count_steps_without_decrease", "count_steps_without_decrease_robust",

@@ -346,13 +346,16 @@ def test_reads_con_4_and_con_5():
     assert new.endswith(b"10") and new.startswith(s("con_6"))
     body = new[len(s("con_6")):-2]
     old4 = read_into(con_(3, 3, 3, 1, 1), s("con_4") + body)
-    assert to_bytes(old4) == new                        # use_bias true, use_relu false kept
+    assert to_bytes(old4) == s("con_4") + body          # the version read is written back
+    assert not old4.bias_is_disabled() and old4.relu_is_disabled()
     np.testing.assert_array_equal(_forward_out(old4, sub), _forward_out(layer, sub))
     fresh = con_(3, 3, 3, 1, 1)
     fresh.enable_relu()
     read_into(fresh, s("con_4") + body)
     assert not fresh.relu_is_disabled()                 # con_4/5 do not store use_relu
     old5 = read_into(con_(3, 3, 3, 1, 1), s("con_5") + body + b"1")
+    assert to_bytes(old5) == s("con_5") + body + b"1"
+    old5._dlib_version = None                            # as if built in code: the newest
     assert to_bytes(old5) == new
 
 
@@ -361,6 +364,8 @@ def test_reads_cont_1():
     new = to_bytes(layer)
     body = new[len(s("cont_2")):-1]
     old = read_into(cont_(3, 3, 3, 2, 2), s("cont_1") + body)
+    assert to_bytes(old) == s("cont_1") + body
+    old._dlib_version = None
     assert to_bytes(old) == new
     np.testing.assert_array_equal(_forward_out(old, sub), _forward_out(layer, sub))
 
@@ -374,6 +379,8 @@ def test_reads_fc_2_from_hand_built_bytes():
     sub = _fake_subnet(np.random.default_rng(0), [], (4, 2, 1, 1))
     x = sub.get_output().host_read().reshape(4, 2)
     np.testing.assert_allclose(_forward_out(layer, sub).reshape(4, 3), x @ w + b, rtol=1e-6)
+    assert to_bytes(layer) == data
+    layer._dlib_version = None
     assert to_bytes(layer) == s("fc_3") + data[len(s("fc_2")):] + b"1"
 
 
@@ -394,6 +401,8 @@ def test_reads_affine_():
     x = sub.get_output().host_read()
     np.testing.assert_allclose(_forward_out(layer, sub),
                                x * g.reshape(1, 2, 1, 1) + bt.reshape(1, 2, 1, 1), rtol=1e-6)
+    assert to_bytes(layer) == data
+    layer._dlib_version = None
     assert to_bytes(layer) == s("affine_2") + data[len(s("affine_")):] + b"0"
 
 
@@ -425,6 +434,8 @@ def test_affine_reads_bn_records_in_float32(mode, version):
     sub = _fake_subnet(np.random.default_rng(0), [], (2, k, 1, 1))
     x = sub.get_output().host_read().reshape(2, k)
     np.testing.assert_allclose(_forward_out(layer, sub).reshape(2, k), x * g + b, rtol=1e-6)
+    assert to_bytes(layer) == data          # the bn_ record is kept and written back
+    layer.get_gamma().host()[0, 0] += 1     # no longer the record's conversion: affine_2
     assert to_bytes(layer).startswith(s("affine_2"))
 
 
@@ -445,16 +456,23 @@ def test_dropout_rate_reads_file_rate():
     assert layer.get_drop_rate() == 0.25 and layer.percent == 10
 
 
-def test_num_filters_and_num_outputs_come_from_the_file():
-    """dlib does not check num_filters / num_outputs against the type (set_num_filters and
-    set_num_outputs may have changed them), so neither do we."""
+def test_num_filters_and_num_outputs_must_be_the_nets():
+    """dlib takes num_filters / num_outputs from the file (set_num_filters and
+    set_num_outputs may have changed them); dnnpy refuses a count that differs from the
+    net's, so a file of another type fails, and set_num_* before reading accepts it."""
     layer, sub = _prepared("con 3x3")
-    other = read_into(con_(5, 3, 3, 1, 1), to_bytes(layer))
-    assert other.num_filters() == 3
+    with pytest.raises(SerializationError, match=r"num_filters=3 but the net type has 5.*set_num_filters\(3\)"):
+        read_into(con_(5, 3, 3, 1, 1), to_bytes(layer))
+    other = con_(5, 3, 3, 1, 1)
+    other.set_num_filters(3)
+    read_into(other, to_bytes(layer))
     np.testing.assert_array_equal(_forward_out(other, sub), _forward_out(layer, sub))
     f, fsub = _prepared("fc")
-    g = read_into(fc_(9), to_bytes(f))
-    assert g.get_num_outputs() == 4
+    with pytest.raises(SerializationError, match=r"num_outputs=4 but the net type has 9"):
+        read_into(fc_(9), to_bytes(f))
+    g = fc_(9)
+    g.set_num_outputs(4)
+    assert read_into(g, to_bytes(f)).get_num_outputs() == 4
 
 
 # -- mismatches and bad records -----------------------------------------------------------

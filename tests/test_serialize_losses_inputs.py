@@ -221,7 +221,10 @@ def test_mmod_options_v1_as_in_the_face_detector():
     # defaults for the fields v1 lacks
     assert o.assume_image_pyramid == use_image_pyramid.yes
     assert (o.use_bounding_box_regression, o.bbr_lambda) == (False, 100.0)
-    # written back as version 4
+    # written back as the version 1 it was read from, byte for byte
+    assert ser(loss) == MMOD_V1
+    # newly built options (dlib's current writer) write version 4
+    o._dlib_version = None
     again = ser(loss)
     assert again[12:14] == bytes.fromhex("0104")
     r = Reader(again)

@@ -50,7 +50,10 @@ def _stack_images(layer, items, ndim, what):
     arrays = []
     for i, item in enumerate(items):
         a = np.asarray(item)
-        if a.ndim != ndim or a.shape != first.shape:
+        if a.ndim != ndim:
+            raise ValueError(f"{layer!r}.to_tensor: every input must be {what}; input {i} has "
+                             f"shape {a.shape}")
+        if a.shape != first.shape:
             raise ValueError(
                 f"{layer!r}.to_tensor: every input must be {what} of one shape; input 0 has shape "
                 f"{first.shape}, input {i} has shape {a.shape}")

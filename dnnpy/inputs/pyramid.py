@@ -429,13 +429,18 @@ class _input_rgb_image_pyramid(_input_image_pyramid, rgb_averages):
         window /= dt(256)
 
     def serialize(self, w):
-        w.string("input_rgb_image_pyramid2")
+        # one read from a v1 record writes v1 back (no paddings: refused unless 10 and 11)
+        version = w.version_string(self, "input_rgb_image_pyramid2", lambda v: (
+            None if (self.pyramid_padding, self.pyramid_outer_padding) == (10, 11) else
+            f"{v} has no paddings (it means 10 and 11) and the layer has "
+            f"{self.pyramid_padding} and {self.pyramid_outer_padding}"))
         self._write_avgs(w)
-        self._write_paddings(w)
+        if version == "input_rgb_image_pyramid2":
+            self._write_paddings(w)
 
     def deserialize(self, r):
         # v1 ("input_rgb_image_pyramid") had no paddings: dlib then uses 10 and 11
-        found = r.expect_string("input_rgb_image_pyramid", "input_rgb_image_pyramid2")
+        found = r.version_string(self, "input_rgb_image_pyramid", "input_rgb_image_pyramid2")
         red = r.float32("avg_red")
         green = r.float32("avg_green")
         blue = r.float32("avg_blue")

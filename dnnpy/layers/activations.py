@@ -110,12 +110,16 @@ class relu_(computational_layer, _identity_map):
         tt.relu_gradient(data_grad, computed_output, gradient_input)
 
     def serialize(self, w):
-        w.string("relu_2")
-        w.bool(self.disabled)
+        """"relu_2": disabled; a layer read from a "relu_" record writes "relu_" back (no
+        fields; refused once the layer is disabled)."""
+        version = w.version_string(self, "relu_2", lambda v: (
+            f"{v} has no disabled field and the layer is disabled" if self.disabled else None))
+        if version == "relu_2":
+            w.bool(self.disabled)
 
     def deserialize(self, r):
         """"relu_2" carries ``disabled``; the old "relu_" has no fields."""
-        if r.expect_string("relu_", "relu_2") == "relu_2":
+        if r.version_string(self, "relu_", "relu_2") == "relu_2":
             if r.bool("relu_ disabled"):
                 self.disable()
             else:

@@ -136,26 +136,50 @@ class affine_(computational_layer):
             tt.multiply_conv(add_to, data_grad, gradient_input, self.get_gamma())
 
     def serialize(self, w):
-        """dlib's "affine_2": params, gamma and beta alias shapes, mode (int), disabled."""
-        w.string("affine_2")
+        """dlib's "affine_2": params, gamma and beta alias shapes, mode (int), disabled.
+        A layer read from an "affine_" record writes "affine_" back (no ``disabled``; refused
+        once disabled); one read from a "bn_con2"/"bn_fc2" record writes that record back
+        while its params are still the record's conversion, else "affine_2"."""
+        bn = getattr(self, "_dlib_bn_record", None)
+        if bn is not None and not self.disabled and self.mode == bn.mode and self._same_params(
+                _convert_bn_record(bn)):
+            bn.serialize(w)
+            return
+        if bn is not None:  # changed since it was read: the newest record holds it
+            version = "affine_2"
+            w.string(version)
+        else:
+            version = w.version_string(self, "affine_2", lambda v: (
+                f"{v} has no disabled field and the layer is disabled" if self.disabled else None))
         w.tensor(self.params)
         write_alias(w, self.gamma)
         write_alias(w, self.beta)
         w.int(self.mode)
-        w.bool(self.disabled)
+        if version == "affine_2":
+            w.bool(self.disabled)
+
+    def _same_params(self, values):
+        """Whether ``params`` holds exactly ``values`` (None: an empty tensor), bit for bit."""
+        if values is None:
+            return self.params.size() == 0
+        return (self.params.shape == values.shape
+                and self.params.host_read().tobytes() == values.astype(np.float32).tobytes())
 
     def deserialize(self, r):
         """Reads "affine_" (no ``disabled``), "affine_2", or a "bn_con2"/"bn_fc2" record,
         converted as dlib's ``affine_(bn_)`` does, in float32:
         ``gamma' = gamma/sqrt(running_variance + eps)``, ``beta' = beta - gamma'*running_mean``.
-        The mode comes from the file (it is a constructor argument, not part of the type)."""
+        The mode comes from the file (it is a constructor argument, not part of the type).
+        The version (and a bn_ record itself) is kept for ``serialize``."""
         start = r.pos
-        version = r.expect_string("affine_", "affine_2", "bn_con2", "bn_fc2")
+        version = r.version_string(self, "affine_", "affine_2", "bn_con2", "bn_fc2")
+        self._dlib_bn_record = None
         if version in ("bn_con2", "bn_fc2"):
             r.pos = start
             bn = bn_(CONV_MODE if version == "bn_con2" else FC_MODE)
             bn.deserialize(r)
             self._from_bn_record(r, bn)
+            self._dlib_bn_record = bn
             return
         r.tensor("affine_ params", into=self.params)
         gamma = read_alias(r, "affine_ gamma")
@@ -176,21 +200,15 @@ class affine_(computational_layer):
         self.disabled = False
         self.gamma, self.beta = bn.gamma, bn.beta
         n = self.gamma.size()
-        if bn.params.size() == 0:
-            self.params.clear()
-            return
-        if bn.running_means.size() != n or bn.running_variances.size() != n:
+        if bn.params.size() and (bn.running_means.size() != n or bn.running_variances.size() != n):
             raise r.error(f"affine_: the bn_ record's running statistics {bn.running_means.shape}, "
                           f"{bn.running_variances.shape} do not match gamma {self.gamma.shape}")
-        src = bn.params.host_read().reshape(-1).astype(np.float32)
-        rm = bn.running_means.host_read().reshape(-1).astype(np.float32)
-        rv = bn.running_variances.host_read().reshape(-1).astype(np.float32)
-        # dlib's float matrix expressions: eps is cast to float, each step rounds to float32
-        with np.errstate(all="ignore"):
-            g = src[:n] / np.sqrt(rv + np.float32(bn.eps))
-            b = src[n:] - g * rm
-        self.params.set_size(*bn.params.shape)
-        self.params.host_write_only()[...] = np.concatenate([g, b]).reshape(bn.params.shape)
+        values = _convert_bn_record(bn)
+        if values is None:
+            self.params.clear()
+            return
+        self.params.set_size(*values.shape)
+        self.params.host_write_only()[...] = values
 
     def __repr__(self):
         return "affine\t (disabled)" if self.disabled else "affine"
@@ -199,6 +217,21 @@ class affine_(computational_layer):
         name = "affine_con" if self.mode == CONV_MODE else "affine_fc"
         attr = " disabled='true'" if self.disabled else ""
         return f"<{name}{attr}>\n" + xml_matrix(self.params) + f"</{name}>\n"
+
+
+def _convert_bn_record(bn):
+    """The params dlib's ``affine_(bn_)`` computes from a bn_ record (None when it has none):
+    dlib's float matrix expressions, eps cast to float, each step rounded to float32."""
+    if bn.params.size() == 0:
+        return None
+    n = bn.gamma.size()
+    src = bn.params.host_read().reshape(-1).astype(np.float32)
+    rm = bn.running_means.host_read().reshape(-1).astype(np.float32)
+    rv = bn.running_variances.host_read().reshape(-1).astype(np.float32)
+    with np.errstate(all="ignore"):
+        g = src[:n] / np.sqrt(rv + np.float32(bn.eps))
+        b = src[n:] - g * rm
+    return np.concatenate([g, b]).reshape(bn.params.shape)
 
 
 affine = layer_template("affine", affine_)

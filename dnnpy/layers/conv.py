@@ -123,8 +123,10 @@ class _conv_base(computational_layer, with_multipliers):
 
     def serialize(self, w):
         """params, num_filters, the template's nr/nc/strides, the paddings, the filter and
-        bias alias shapes, 4 double multipliers, use_bias (con_6 adds use_relu)."""
-        w.string(self._version)
+        bias alias shapes, 4 double multipliers, use_bias (con_5+, cont_2), use_relu (con_6).
+        A layer read from an older record writes that record's version back (refused when
+        the record cannot hold the bias being disabled or a fused relu)."""
+        version = w.version_string(self, self._version, self._old_version_problem)
         w.tensor(self.params)
         for v in (self.num_filters_, self._nr, self._nc, self._stride_y, self._stride_x,
                   self.padding_y_, self.padding_x_):
@@ -132,26 +134,37 @@ class _conv_base(computational_layer, with_multipliers):
         write_alias(w, self.filters)
         write_alias(w, self.biases)
         write_multipliers(w, self)
-        w.bool(self.use_bias)
-        self._serialize_tail(w)
+        if version in self._versions_with_use_bias:
+            w.bool(self.use_bias)
+        self._serialize_tail(w, version)
 
-    def _serialize_tail(self, w):
+    def _old_version_problem(self, version):
+        if version not in self._versions_with_use_bias and not self.use_bias:
+            return f"{version} has no use_bias field and the bias is disabled"
+        return None
+
+    def _serialize_tail(self, w, version):
         pass
 
     def _deserialize_tail(self, r, version):
         pass
 
     def deserialize(self, r):
-        """Reads any version dlib reads. The file's nr, nc, strides and paddings must be
-        the net type's; num_filters is taken from the file, as dlib does (dlib's
-        ``set_num_filters`` may have changed it)."""
+        """Reads any version dlib reads (remembered, and written back by ``serialize``). The
+        file's num_filters, nr, nc, strides and paddings must be the net's. dlib takes
+        num_filters from the file, since its ``set_num_filters`` may have changed it; dnnpy
+        refuses a count that differs from the net's, so a file of another type fails here:
+        call ``set_num_filters`` on the layer before reading a file whose count was changed."""
         name = type(self).__name__
-        version = r.expect_string(*self._versions_read)
+        version = r.version_string(self, *self._versions_read)
         r.tensor(f"{name} params", into=self.params)
         at = r.pos
         num_filters = r.int(f"{name} num_filters")
-        if num_filters < 1:
-            raise r.error(f"{name}: the file has num_filters={num_filters}, which must be >= 1", at)
+        if num_filters != self.num_filters_:
+            raise r.error(f"{name}: the file has num_filters={num_filters} but the net type has "
+                          f"{self.num_filters_} (if the file's count was changed with "
+                          f"set_num_filters, call set_num_filters({num_filters}) on this layer "
+                          f"before reading)", at)
         for field, expected in (("nr", self._nr), ("nc", self._nc), ("stride_y", self._stride_y),
                                 ("stride_x", self._stride_x), ("padding_y", self.padding_y_),
                                 ("padding_x", self.padding_x_)):
@@ -206,8 +219,14 @@ class con_(_conv_base):
         super().__init__(num_filters, nr, nc, stride_y, stride_x, padding_y, padding_x)
         self.use_relu = False
 
-    def _serialize_tail(self, w):
-        w.bool(self.use_relu)
+    def _serialize_tail(self, w, version):
+        if version == "con_6":
+            w.bool(self.use_relu)
+
+    def _old_version_problem(self, version):
+        if self.use_relu:
+            return f"{version} has no use_relu field and a relu is fused into the layer"
+        return super()._old_version_problem(version)
 
     def _deserialize_tail(self, r, version):
         if version == "con_6":

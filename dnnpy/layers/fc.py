@@ -88,8 +88,10 @@ class fc_(computational_layer, with_multipliers):
 
     def serialize(self, w):
         """dlib's "fc_3": num_outputs, num_inputs (unsigned), params, the weights and biases
-        alias shapes, bias_mode (int), 4 double multipliers, use_bias."""
-        w.string("fc_3")
+        alias shapes, bias_mode (int), 4 double multipliers, use_bias. A layer read from an
+        "fc_2" record writes "fc_2" back (no use_bias; refused once the bias is disabled)."""
+        version = w.version_string(self, "fc_3", lambda v: (
+            None if self.use_bias else f"{v} has no use_bias field and the bias is disabled"))
         w.uint(self.num_outputs)
         w.uint(self.num_inputs)
         w.tensor(self.params)
@@ -97,16 +99,23 @@ class fc_(computational_layer, with_multipliers):
         write_alias(w, self.biases)
         w.int(self.bias_mode)
         write_multipliers(w, self)
-        w.bool(self.use_bias)
+        if version == "fc_3":
+            w.bool(self.use_bias)
 
     def deserialize(self, r):
-        """Reads "fc_2" (no use_bias) or "fc_3"; bias_mode must be the net type's;
-        num_outputs comes from the file, as in dlib."""
-        version = r.expect_string("fc_2", "fc_3")
+        """Reads "fc_2" (no use_bias) or "fc_3" (remembered, and written back by
+        ``serialize``); num_outputs and bias_mode must be the net's. dlib takes num_outputs
+        from the file (``set_num_outputs`` may have changed it); dnnpy refuses a count that
+        differs, so a file of another type fails here: call ``set_num_outputs`` on the layer
+        before reading a file whose count was changed."""
+        version = r.version_string(self, "fc_2", "fc_3")
         at = r.pos
         num_outputs = r.uint("fc_ num_outputs")
-        if num_outputs < 1:
-            raise r.error(f"fc_: the file has num_outputs={num_outputs}, which must be >= 1", at)
+        if num_outputs != self.num_outputs:
+            raise r.error(f"fc_: the file has num_outputs={num_outputs} but the net type has "
+                          f"{self.num_outputs} (if the file's count was changed with "
+                          f"set_num_outputs, call set_num_outputs({num_outputs}) on this layer "
+                          f"before reading)", at)
         num_inputs = r.uint("fc_ num_inputs")
         r.tensor("fc_ params", into=self.params)
         weights = read_alias(r, "fc_ weights")

@@ -110,16 +110,22 @@ class loss_metric_(loss_layer):
         return loss
 
     def serialize(self, w):
-        w.string("loss_metric_2")
-        w.float32(self.margin)       # C++ floats
-        w.float32(self.dist_thresh)
+        # one read from the old "loss_metric_" record (no fields) writes it back while
+        # margin and dist_thresh are still the values that record means
+        version = w.version_string(self, "loss_metric_2", lambda v: (
+            None if (np.float32(self.margin), np.float32(self.dist_thresh)) == _V1_VALUES else
+            f"{v} has no fields (it means margin 0.1 and dist_thresh 0.75) and the loss has "
+            f"{fmt(self.margin)} and {fmt(self.dist_thresh)}"))
+        if version == "loss_metric_2":
+            w.float32(self.margin)       # C++ floats
+            w.float32(self.dist_thresh)
 
     def deserialize(self, r):
         """dlib restores margin and dist_thresh from the file (they are constructor arguments,
         not part of the type); the old ``loss_metric_`` record means 0.1 and 0.75."""
-        found = r.expect_string("loss_metric_", "loss_metric_2")
+        found = r.version_string(self, "loss_metric_", "loss_metric_2")
         if found == "loss_metric_":
-            margin, dist_thresh = float(np.float32(0.1)), float(np.float32(0.75))
+            margin, dist_thresh = (float(v) for v in _V1_VALUES)
         else:
             margin = r.float32("loss_metric_'s margin")
             dist_thresh = r.float32("loss_metric_'s dist_thresh")
@@ -132,6 +138,8 @@ class loss_metric_(loss_layer):
         return (f"<loss_metric margin='{xml_num(self.margin)}' "
                 f"distance_threshold='{xml_num(self.dist_thresh)}'/>\n")
 
+
+_V1_VALUES = (np.float32(0.1), np.float32(0.75))  # what dlib's old "loss_metric_" record means
 
 loss_metric = loss_template("loss_metric", loss_metric_)
 

@@ -41,24 +41,31 @@ class use_image_pyramid(enum.IntEnum):
 class detector_window_details:
     """One sliding window of the detector: ``width x height`` pixels and a label."""
 
-    __slots__ = ("width", "height", "label")
+    __slots__ = ("width", "height", "label", "_dlib_version")
 
     def __init__(self, width=0, height=0, label=""):
         for name, v in (("width", width), ("height", height)):
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
                 raise ValueError(f"detector_window_details: {name} must be an integer >= 0, got {v!r}")
         self.width, self.height, self.label = int(width), int(height), str(label)
+        self._dlib_version = None  # the record version it was read from (written back)
 
     def __eq__(self, other):
         return (isinstance(other, detector_window_details)
                 and (self.width, self.height, self.label) == (other.width, other.height, other.label))
 
     def serialize(self, w):
-        """dlib writes version 2: int 2, width, height (unsigned long), label."""
-        w.int(2)
+        """dlib writes version 2: int 2, width, height (unsigned long), label; a window read
+        from a version 1 record (no label) writes version 1 back while it has no label."""
+        version = w.version_of(self, 2, lambda v: self._label_problem(v))
+        w.int(version)
         w.uint(self.width)
         w.uint(self.height)
-        w.string(self.label)
+        if version == 2:
+            w.string(self.label)
+
+    def _label_problem(self, version):
+        return f"version {version} has no label and the window has {self.label!r}" if self.label else None
 
     @classmethod
     def read(cls, r, what="a detector window"):
@@ -70,7 +77,9 @@ class detector_window_details:
         width = r.uint(f"the width of {what}")
         height = r.uint(f"the height of {what}")
         label = r.string(f"the label of {what}") if version == 2 else ""
-        return cls(width, height, label)
+        out = cls(width, height, label)
+        out._dlib_version = version
+        return out
 
     def __repr__(self):
         label = f", {self.label!r}" if self.label else ""
@@ -251,19 +260,43 @@ class mmod_options:
     def serialize(self, w):
         """dlib writes version 4: int 4, the windows (vector: count + each), the three
         doubles, overlaps_nms and overlaps_ignore (two doubles each), assume_image_pyramid as
-        a raw byte, use_bounding_box_regression (bool), bbr_lambda (double)."""
-        w.int(4)
-        w.uint(len(self.detector_windows))
-        for d in self.detector_windows:
-            d.serialize(w)
+        a raw byte, use_bounding_box_regression (bool), bbr_lambda (double). Options read
+        from an older record write that version back (v1: one unlabeled window; v3 has no
+        bounding box regression fields, v1 and v2 no assume_image_pyramid either), refused
+        when it cannot hold the current values."""
+        version = w.version_of(self, 4, self._old_version_problem)
+        w.int(version)
+        if version == 1:
+            w.uint(self.detector_windows[0].width)
+            w.uint(self.detector_windows[0].height)
+        else:
+            w.uint(len(self.detector_windows))
+            for d in self.detector_windows:
+                d.serialize(w)
         w.float64(self.loss_per_false_alarm)
         w.float64(self.loss_per_missed_target)
         w.float64(self.truth_match_iou_threshold)
         write_test_box_overlap(w, self.overlaps_nms)
         write_test_box_overlap(w, self.overlaps_ignore)
-        w.byte(int(self.assume_image_pyramid))
-        w.bool(self.use_bounding_box_regression)
-        w.float64(self.bbr_lambda)
+        if version >= 3:
+            w.byte(int(self.assume_image_pyramid))
+        if version >= 4:
+            w.bool(self.use_bounding_box_regression)
+            w.float64(self.bbr_lambda)
+
+    def _old_version_problem(self, version):
+        d = mmod_options()
+        if version == 1 and (len(self.detector_windows) != 1 or self.detector_windows[0].label):
+            return (f"version 1 holds one unlabeled detector window and the options have "
+                    f"({detector_windows_str(self.detector_windows)})")
+        if version < 3 and self.assume_image_pyramid != d.assume_image_pyramid:
+            return f"version {version} has no assume_image_pyramid (it means yes) and the options say no"
+        if version < 4 and (self.use_bounding_box_regression, self.bbr_lambda) != (
+                d.use_bounding_box_regression, d.bbr_lambda):
+            return (f"version {version} has no bounding box regression fields (they mean off, "
+                    f"lambda 100) and the options have {self.use_bounding_box_regression}, "
+                    f"{self.bbr_lambda:g}")
+        return None
 
     def deserialize(self, r):
         """Reads versions 1 to 4 into ``self`` (all or nothing): v1 has one unlabeled window
@@ -304,6 +337,7 @@ class mmod_options:
         self.overlaps_nms, self.overlaps_ignore = nms, ignore
         self.assume_image_pyramid = pyramid
         self.use_bounding_box_regression, self.bbr_lambda = bbr, bbr_lambda
+        self._dlib_version = version  # written back by serialize
 
     def __eq__(self, other):
         return isinstance(other, mmod_options) and all(

@@ -81,17 +81,26 @@ def _empty_if_none(t):
 # ----------------------------------------------------------------------------------------
 # writing
 
+def _write_owned(w, node, obj, role="layer"):
+    """``write_object``; a failure remembers ``node`` so that write_net names its layer."""
+    try:
+        write_object(w, obj, role)
+    except SerializationError as e:
+        e._dnnpy_node = node
+        raise
+
+
 def _write_input(w, node):
     layer = node.input_layer()
     if isinstance(layer, _repeat_input_layer):
         return  # repeat_input_layer serializes nothing
-    write_object(w, layer, "input layer")
+    _write_owned(w, node, layer, "input layer")
 
 
 def _write_node(w, node):
     if isinstance(node, add_loss_layer):
         w.int(1)
-        write_object(w, node._loss, "loss layer")
+        _write_owned(w, node, node._loss, "loss layer")
         _write_node(w, node._subnet)
     elif isinstance(node, add_layer):
         sub = node._subnet
@@ -101,7 +110,7 @@ def _write_node(w, node):
             _write_input(w, sub)
         else:
             _write_node(w, sub)
-        write_object(w, node._details)
+        _write_owned(w, node, node._details)
         w.bool(node._setup_called)
         w.bool(node._gradient_input_is_stale)
         w.bool(node._getters_disabled)
@@ -142,8 +151,17 @@ def _write_node(w, node):
 
 
 def write_net(w: Writer, net):
-    """Append ``net`` in dlib's layout (the bytes dlib's ``serialize(net, out)`` writes)."""
-    _write_node(w, net)
+    """Append ``net`` in dlib's layout (the bytes dlib's ``serialize(net, out)`` writes).
+    An object that cannot be written fails with a ``SerializationError`` naming its layer
+    (``layer<i>: ...``)."""
+    try:
+        _write_node(w, net)
+    except SerializationError as e:
+        node = getattr(e, "_dnnpy_node", None)
+        where = _layer_labels(net).get(id(node)) if node is not None else None
+        if where is None:
+            raise
+        raise SerializationError(f"{where}: {e}") from e
 
 
 # ----------------------------------------------------------------------------------------
@@ -163,21 +181,49 @@ def _read_input(r, node):
     read_object(r, node._input_layer, "input layer")
 
 
-def _read_node(r, node, where):
+def _layer_labels(net):
+    """``{id(node): "layer<i>"}``, ``i`` as dlib's ``layer<i>(net)`` (and dnnpy's printing)
+    counts, so a read error names the layer a user sees when printing the net."""
+    from ..visitors.walk import net_layers  # imported late: the visitors import the core
+    node_of = {}
+
+    def collect(node):
+        while True:
+            if isinstance(node, repeat_layer):
+                for c in node.copies:
+                    collect(c)
+            elif isinstance(node, _input_node):
+                node_of[id(node.input_layer())] = node
+                return
+            else:
+                node_of[id(node)] = node
+            if not hasattr(node, "_subnet"):
+                return
+            node = node._subnet
+    collect(net)
+    return {id(node_of.get(id(obj), obj)): f"layer<{i}>" for i, obj in enumerate(net_layers(net))}
+
+
+def _read_node(r, node, labels):
+    # every error raised while reading this node's own part names it ("layer<3>: con_: ...")
+    here = f"{labels[id(node)]}: " if id(node) in labels else ""
+    r.context = here
     if isinstance(node, add_loss_layer):
-        _version(r, f"add_loss_layer ({where})", (1,))
+        _version(r, "add_loss_layer", (1,))
         read_object(r, node._loss, "loss layer")
-        _read_node(r, node._subnet, where + " > subnet")
+        _read_node(r, node._subnet, labels)
     elif isinstance(node, add_layer):
         sub = node._subnet
         on_input = isinstance(sub, _input_node)
         name = _name(node._details)
-        what = f"add_layer<{name}> ({where}{', next to the input' if on_input else ''})"
+        what = f"add_layer<{name}>{' (next to the input)' if on_input else ''}"
         v = _version(r, what, (2, 3) if on_input else (1, 2))
         if on_input:
+            r.context = f"{labels[id(sub)]}: " if id(sub) in labels else ""
             _read_input(r, sub)
         else:
-            _read_node(r, sub, where + " > subnet")
+            _read_node(r, sub, labels)
+        r.context = here
         read_object(r, node._details)
         node._setup_called = r.bool(f"{name}'s setup_called flag")
         node._gradient_input_is_stale = r.bool(f"{name}'s gradient_input_is_stale flag")
@@ -197,8 +243,10 @@ def _read_node(r, node, where):
     elif isinstance(node, add_tag_layer):
         sub = node._subnet
         if isinstance(sub, _input_node):
-            v = _version(r, f"add_tag_layer tag{node.id} on the input ({where})", (1, 2))
+            v = _version(r, f"add_tag_layer tag{node.id} (on the input)", (1, 2))
+            r.context = f"{labels[id(sub)]}: " if id(sub) in labels else ""
             _read_input(r, sub)
+            r.context = here
             out = r.tensor(f"tag{node.id}'s cached_output tensor")
             sub._x = out if out.size() else None
             sub.grad_final = r.tensor(f"tag{node.id}'s grad_final tensor")
@@ -206,21 +254,21 @@ def _read_node(r, node, where):
             sub._sample_expansion_factor = (r.uint(f"tag{node.id}'s sample_expansion_factor")
                                             if v >= 2 else 1)
         else:
-            _version(r, f"add_tag_layer tag{node.id} ({where})", (1,))
-            _read_node(r, sub, where + f" > tag{node.id}")
+            _version(r, f"add_tag_layer tag{node.id}", (1,))
+            _read_node(r, sub, labels)
     elif isinstance(node, add_skip_layer):
-        _version(r, f"add_skip_layer skip{node.id} ({where})", (1,))
-        _read_node(r, node._subnet, where + f" > skip{node.id}")
+        _version(r, f"add_skip_layer skip{node.id}", (1,))
+        _read_node(r, node._subnet, labels)
     elif isinstance(node, repeat_layer):
-        _version(r, f"repeat ({where})", (1,))
+        _version(r, "repeat", (1,))
         start = r.pos
         n = r.uint("the number of repeat copies")
         if n != len(node.copies):
             raise r.error(f"repeat: the file has {n} copies but the net type has "
                           f"{len(node.copies)}", start)
-        for i, c in enumerate(node.copies):
-            _read_node(r, c, where + f" > repeat copy {i}")
-        _read_node(r, node._subnet, where + " > repeat subnet")
+        for c in node.copies:
+            _read_node(r, c, labels)
+        _read_node(r, node._subnet, labels)
     elif isinstance(node, _input_node):
         _read_input(r, node)
     else:
@@ -276,15 +324,16 @@ def read_net_staged(r: Reader, net):
     except Exception as e:  # noqa: BLE001
         raise SerializationError(f"cannot copy the target net to read into it: {type(e).__name__}: {e}") from e
     start = r.pos
-    top = _name(net._loss if isinstance(net, add_loss_layer) else getattr(net, "_details", net))
     try:
-        _read_node(r, staged, top)
+        _read_node(r, staged, _layer_labels(staged))
     except SerializationError:
         raise
     except RecursionError as e:
         raise r.error("the net is nested too deeply to read", start) from e
     except Exception as e:  # noqa: BLE001 - a bug or odd data in some reader: still a read error
         raise r.error(f"reading the net failed: {type(e).__name__}: {e}") from e
+    finally:
+        r.context = ""
     return lambda: _commit(net, staged)
 
 

@@ -17,6 +17,11 @@ Encodings (see ``/docs`` and dlib's serialize.h):
 * string: length (unsigned) then the raw bytes;
 * tensor: int 2, then n, k, nr, nc (integers), then n*k*nr*nc raw little-endian float32;
 * alias_tensor: int 1, then n, k, nr, nc.
+
+Record versions: ``Reader.version_string(obj, ...)`` remembers in ``obj._dlib_version`` the
+version a record was read from and ``Writer.version_string(obj, newest, problem)`` writes that
+version back (``newest`` for an object built in code), so a dlib file read and written again is
+byte for byte the same; an old version that cannot hold the object's current state is refused.
 """
 
 from __future__ import annotations
@@ -44,6 +49,28 @@ class Writer:
 
     def raw(self, data):
         self.buffer += data
+
+    @staticmethod
+    def version_of(obj, newest, problem=None):
+        """The record version ``obj`` writes: the one it was read from (``obj._dlib_version``),
+        else ``newest``. ``problem(version)`` says why an older version cannot represent
+        ``obj``'s current state (or returns None); then a ``SerializationError`` is raised
+        rather than silently writing a record that would read back differently."""
+        version = getattr(obj, "_dlib_version", None)
+        if version is None:
+            return newest
+        why = problem(version) if problem is not None and version != newest else None
+        if why:
+            raise SerializationError(
+                f"{type(obj).__name__}: cannot write the {version!r} record it was read from: "
+                f"{why} (set its _dlib_version to None to write {newest!r})")
+        return version
+
+    def version_string(self, obj, newest, problem=None):
+        """Write and return ``version_of(obj, newest, problem)``."""
+        version = self.version_of(obj, newest, problem)
+        self.string(version)
+        return version
 
     def int(self, value):
         """Any C++ integer type (the width is not encoded)."""
@@ -119,11 +146,12 @@ class Reader:
         self.data = memoryview(data).cast("B") if not isinstance(data, (bytes, bytearray)) else data
         self.what = what
         self.pos = pos
+        self.context = ""  # the net reader names the layer being read ("layer<3>: ")
 
     # -- errors -------------------------------------------------------------------------
     def error(self, message, at=None):
         at = self.pos if at is None else at
-        return SerializationError(f"{self.what}: {message} (at byte offset {at})")
+        return SerializationError(f"{self.what}: {self.context}{message} (at byte offset {at})")
 
     def remaining(self) -> int:
         return len(self.data) - self.pos
@@ -213,6 +241,13 @@ class Reader:
             raise
         if found not in expected:
             raise self.error(f"expected {label}, found {found!r}", start)
+        return found
+
+    def version_string(self, obj, *expected):
+        """``expect_string(*expected)``, remembered in ``obj._dlib_version`` so that
+        ``obj.serialize`` writes the same version back (``Writer.version_string``)."""
+        found = self.expect_string(*expected)
+        obj._dlib_version = found
         return found
 
     def dims(self, what):

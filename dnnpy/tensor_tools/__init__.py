@@ -17,9 +17,10 @@ from ..tensor import tensor
 from .backend import (_backend, _broadcastable, _check_tensors, _same_dims, backend_name,
                       force_cpu, use_cuda)
 from .conv import tensor_conv
+from .info import backend_info
 
 __all__ = [
-    "use_cuda", "force_cpu", "backend_name",
+    "use_cuda", "force_cpu", "backend_name", "backend_info",
     "add", "affine_transform", "assign_bias_gradient", "assign_conv_bias_gradient", "dot",
     "gemm", "relu", "relu_gradient", "tensor_conv",
 ]

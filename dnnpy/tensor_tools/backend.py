@@ -1,16 +1,28 @@
-"""Backend selection and the argument checks shared by the dispatchers."""
+"""Backend selection and the argument checks shared by the dispatchers.
+
+The CUDA twin is used iff ``DNNPY_DISABLE_CUDA`` is unset or false, CuPy imports, a CUDA
+device is usable, the twin package ``tensor_tools.cuda`` imports and cuDNN 9 loads. The
+decision is made once per process, at the first ``use_cuda()`` (i.e. the first op), never
+at ``import dnnpy``: a CPU-only install never imports CuPy. When CuPy is installed but CUDA
+cannot be used, one ``RuntimeWarning`` names the reason (no driver, no device, cuDNN
+missing, ...) and the CPU twin runs; ``unusable_reason()`` keeps that reason for
+``backend_info()``.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import threading
+import warnings
 
 from ..tensor import tensor
 from . import cpu
 
 _cuda_module = None      # the CUDA twin, once found usable
 _decided = False
+_reason = None           # why CUDA is not used (None when it is, or before deciding)
+_decide_lock = threading.Lock()
 _local = threading.local()
 
 
@@ -20,29 +32,93 @@ def _env_disables_cuda() -> bool:
     return value.strip().lower() not in ("", "0", "false")
 
 
-def _cuda_twin():
-    """The CUDA twin module if it exists, CuPy imports and a device is present, else None."""
+def _no_device_reason(cupy) -> str:
+    """Why ``cupy.cuda.is_available()`` is False, in words."""
     try:
-        from . import cuda  # noqa: F401  (arrives with the CUDA backend)
-        import cupy
+        driver = cupy.cuda.runtime.driverGetVersion()
+    except Exception as e:  # noqa: BLE001  (any driver failure is the reason itself)
+        return f"the CUDA driver cannot be queried ({e})"
+    if driver == 0:
+        return "no CUDA driver is installed (libcuda.so.1 not found)"
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:  # noqa: BLE001
+        return f"the CUDA runtime reports {e} (driver {driver // 1000}.{driver % 1000 // 10})"
+    if count < 1:
+        return "no CUDA device is visible (check CUDA_VISIBLE_DEVICES)"
+    return "CuPy reports CUDA as unavailable"
 
-        if cupy.cuda.runtime.getDeviceCount() < 1:
-            return None
-        return cuda
-    except Exception:  # any import or driver failure means: no usable GPU
-        return None
+
+def _cuda_twin():
+    """``(module, None)`` when the CUDA twin is usable, else ``(None, reason)``; reason is
+    None when no CUDA package is installed at all (then nothing warns)."""
+    try:
+        import cupy
+    except ImportError:
+        return None, None
+    except Exception as e:  # noqa: BLE001  (a broken CuPy install: say so)
+        return None, f"CuPy is installed but fails to import ({type(e).__name__}: {e})"
+    try:
+        available = cupy.cuda.is_available()
+    except Exception as e:  # noqa: BLE001
+        return None, f"CuPy {cupy.__version__} cannot query CUDA ({type(e).__name__}: {e})"
+    if not available:
+        return None, f"CuPy {cupy.__version__} is installed but {_no_device_reason(cupy)}"
+    try:
+        from . import cuda
+    except Exception as e:  # noqa: BLE001
+        return None, f"the CUDA twin dnnpy.tensor_tools.cuda fails to import ({type(e).__name__}: {e})"
+    try:
+        from .cuda._loader import cudnn_info
+        info = cudnn_info()
+    except Exception as e:  # noqa: BLE001
+        return None, f"cuDNN 9 cannot be checked ({type(e).__name__}: {e})"
+    if info.get("error"):
+        return None, ("cuDNN 9 is missing or unusable (install nvidia-cudnn-cu12 or -cu13, e.g. "
+                      f"pip install 'dnnpy[cuda12]'): {info['error']}")
+    return cuda, None
+
+
+def _decide():
+    global _cuda_module, _decided, _reason
+    with _decide_lock:
+        if _decided:
+            return
+        if _env_disables_cuda():
+            module, reason = None, None
+        else:
+            module, reason = _cuda_twin()
+        _cuda_module, _reason, _decided = module, reason, True
+    if reason is not None:
+        warnings.warn(f"dnnpy: CUDA is not used: {reason}. Running on the CPU (numpy) backend; "
+                      "set DNNPY_DISABLE_CUDA=1 to silence this warning.", RuntimeWarning,
+                      stacklevel=4)
 
 
 def use_cuda() -> bool:
-    """True iff ``DNNPY_DISABLE_CUDA`` is unset/false, the CUDA twin and CuPy import and a
-    device exists (decided once per process), and no ``force_cpu()`` block is active."""
-    global _cuda_module, _decided
+    """True iff ``DNNPY_DISABLE_CUDA`` is unset/false, CuPy imports, a CUDA device is usable,
+    the CUDA twin imports and cuDNN 9 loads (decided once per process, warning once when
+    CUDA packages are installed but unusable), and no ``force_cpu()`` block is active."""
     if getattr(_local, "forced_cpu", 0):
         return False
     if not _decided:
-        _cuda_module = None if _env_disables_cuda() else _cuda_twin()
-        _decided = True
+        _decide()
     return _cuda_module is not None
+
+
+def unusable_reason():
+    """Why the CUDA twin is not used (a sentence), or None when it is used, when no CUDA
+    package is installed, or when ``DNNPY_DISABLE_CUDA`` turned it off."""
+    if not _decided:
+        _decide()
+    return _reason
+
+
+def _reset_for_tests():
+    """Forget the decision (tests change ``DNNPY_DISABLE_CUDA`` between calls)."""
+    global _cuda_module, _decided, _reason
+    with _decide_lock:
+        _cuda_module, _decided, _reason = None, False, None
 
 
 @contextlib.contextmanager

@@ -105,6 +105,7 @@ def _fold_affine(node):
     filters = alias_tensor(1, nf, per_filter)(params, 0)
     tt.multiply_conv(False, filters, filters, gamma)
     aff.disable()
+    _now_newest(conv, aff)
 
 
 def _fuse_relu(node):
@@ -124,6 +125,14 @@ def _fuse_relu(node):
         _fold_affine(sub)
     conv.enable_relu()
     relu.disable()
+    _now_newest(conv, relu)
+
+
+def _now_newest(*layers):
+    """Fused layers no longer fit the old record versions a dlib file may have given them
+    (con_4 has no use_relu, relu_ no disabled flag): save them in dlib's newest versions."""
+    for layer in layers:
+        layer._dlib_version = None
 
 
 def fuse_layers(net):

@@ -1,0 +1,185 @@
+"""dlib's released face models run in dnnpy (``dnnpy.models``), checked against dlib itself.
+
+The parity tests need the test extra ``dnnpy[dlib]`` (dlib-bin for dlib's Python bindings,
+face_recognition_models for the .dat files) and the photos in ``../shared/testdata/faces/``
+(override with ``DNNPY_FACES_DIR``); each skips with the reason when one is missing. Chips are
+cut by dlib itself (HOG detector, 5-point shape predictor, ``get_face_chip(img, shape, 150,
+0.25)``), so both libraries see the same uint8 pixels.
+
+Tolerances (issue 6): descriptors within 1e-5 max abs of ``compute_face_descriptor(chip)``;
+detections: the same rectangles, confidences within 1e-4 of ``cnn_face_detection_model_v1``.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+
+import numpy as np
+import pytest
+
+from dnnpy import models
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FACES_DIR = os.environ.get("DNNPY_FACES_DIR",
+                           os.path.join(HERE, os.pardir, os.pardir, "shared", "testdata", "faces"))
+
+
+def _model_path(filename):
+    try:
+        return models.dlib_model_path(filename)
+    except FileNotFoundError as e:
+        pytest.skip(f"dlib model file missing ({e})")
+
+
+def _dlib():
+    return pytest.importorskip("dlib", reason="dlib's Python bindings are not installed "
+                                              "(pip install 'dnnpy[dlib]' for dlib-bin)")
+
+
+def _photos():
+    paths = sorted(glob.glob(os.path.join(FACES_DIR, "*.jpg")))
+    if not paths:
+        pytest.skip(f"no test photos in {os.path.normpath(FACES_DIR)} (set DNNPY_FACES_DIR)")
+    return paths
+
+
+# -- fixtures (module scope: the nets and dlib's objects are loaded once) ------------------
+
+@pytest.fixture(scope="module")
+def face_net():
+    return models.load_face_recognition_model(_model_path(models.FACE_RECOGNITION_MODEL))
+
+
+@pytest.fixture(scope="module")
+def detector():
+    return models.load_face_detector(_model_path(models.FACE_DETECTOR_MODEL))
+
+
+@pytest.fixture(scope="module")
+def images():
+    dlib = _dlib()
+    return {os.path.basename(p): dlib.load_rgb_image(p) for p in _photos()}
+
+
+@pytest.fixture(scope="module")
+def chips(images):
+    """Aligned 150x150 chips of every face dlib's HOG detector finds (upsampled once)."""
+    dlib = _dlib()
+    sp = dlib.shape_predictor(_model_path("shape_predictor_5_face_landmarks.dat"))
+    hog = dlib.get_frontal_face_detector()
+    out = []
+    for img in images.values():
+        for rect in hog(img, 1):
+            out.append(dlib.get_face_chip(img, sp(img, rect), 150, 0.25))
+    if len(out) < 3:
+        pytest.skip(f"dlib found only {len(out)} faces in {FACES_DIR}; need several chips")
+    return out
+
+
+def _rects(dets, conf):
+    """(left, top, right, bottom, confidence) tuples sorted by rectangle: scores equal to
+    float32 rounding may order two detections differently."""
+    return sorted((d.rect.left(), d.rect.top(), d.rect.right(), d.rect.bottom(), float(getattr(d, conf)))
+                  for d in dets)
+
+
+def _assert_same_detections(ours, theirs, where):
+    a, b = _rects(ours, "detection_confidence"), _rects(theirs, "confidence")
+    assert [r[:4] for r in a] == [r[:4] for r in b], f"{where}: rectangles differ\n ours {a}\n dlib {b}"
+    for x, y in zip(a, b):
+        assert abs(x[4] - y[4]) <= 1e-4, f"{where}: confidence {x[4]} vs dlib's {y[4]} at {x[:4]}"
+
+
+# -- the use API (no dlib needed) -----------------------------------------------------------
+
+def test_wrong_chip_size_names_the_input_layer():
+    net = models.face_recognition_resnet_v1()()
+    with pytest.raises(ValueError, match="input_rgb_image_sized"):
+        net([np.zeros((149, 150, 3), np.uint8)])
+    with pytest.raises(ValueError, match="input_rgb_image_sized"):
+        net([np.zeros((150, 150), np.uint8)])
+
+
+def test_missing_package_says_how_to_get_the_files(monkeypatch):
+    import importlib.util
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "face_recognition_models" else real(name, *a))
+    with pytest.raises(FileNotFoundError, match=r"face_recognition_models.*dlib\.net/files"):
+        models.load_face_detector()
+
+
+def test_descriptors_are_a_list_of_128_float32(face_net):
+    chip = np.random.default_rng(0).integers(0, 256, (150, 150, 3), dtype=np.uint8)
+    out = face_net([chip, chip[::-1].copy()])
+    assert isinstance(out, list) and len(out) == 2
+    for d in out:
+        assert isinstance(d, np.ndarray) and d.dtype == np.float32 and d.shape == (128,)
+    assert not np.array_equal(out[0], out[1])
+    assert face_net.loss_details().get_distance_threshold() == pytest.approx(0.6)
+
+
+def test_adjust_threshold_keeps_lower_scores(detector):
+    """``process(images, t)`` keeps detections scoring above t, best first (no face here, so
+    every score is negative and the default threshold 0 finds nothing)."""
+    img = np.zeros((200, 260, 3), np.uint8)
+    img[60:140, 90:170] = 200
+    assert detector([img]) == [[]]
+    low = detector.process([img], -1.2)[0]
+    assert len(low) >= 3
+    scores = [d.detection_confidence for d in low]
+    assert all(-1.2 < s <= 0 for s in scores) and scores == sorted(scores, reverse=True)
+
+
+def _above_zero_unchanged(detector, img, where):
+    """Lowering the threshold keeps the same detections above 0: a kept detection can only be
+    suppressed by a better one."""
+    base = detector([img])[0]
+    low = detector.process([img], -0.5)[0]
+    assert len(low) >= len(base)
+    assert _rects([d for d in low if d.detection_confidence > 0], "detection_confidence") == \
+        _rects(base, "detection_confidence"), where
+
+
+# -- parity with dlib ----------------------------------------------------------------------
+
+def test_descriptors_match_dlib(face_net, chips):
+    dlib = _dlib()
+    ref = dlib.face_recognition_model_v1(_model_path(models.FACE_RECOGNITION_MODEL))
+    ours = face_net(chips)                   # one batch
+    single = face_net([chips[0]])[0]         # and one chip alone
+    assert len(ours) == len(chips)
+    worst = 0.0
+    for chip, d in zip(chips, ours):
+        want = np.array(ref.compute_face_descriptor(chip))
+        worst = max(worst, float(np.abs(d - want).max()))
+    assert worst <= 1e-5, f"descriptors differ from dlib's by up to {worst:g}"
+    assert np.abs(single - ours[0]).max() <= 1e-5
+
+
+def test_detections_match_dlib(detector, images):
+    dlib = _dlib()
+    ref = dlib.cnn_face_detection_model_v1(_model_path(models.FACE_DETECTOR_MODEL))
+    found = 0
+    for name, img in images.items():
+        theirs = ref(img, 0)
+        _assert_same_detections(detector([img])[0], theirs, name)
+        _above_zero_unchanged(detector, img, name)
+        found += len(theirs)
+    assert found >= 2, "the photos should hold faces dlib finds without upsampling"
+
+
+@pytest.mark.slow
+def test_detections_match_dlib_upsampled(detector, images):
+    """The same on 2x (pixel-repeated) images, where the smaller faces are found too: more
+    detections, larger pyramids (about 8 s of dlib on 2 cores)."""
+    dlib = _dlib()
+    ref = dlib.cnn_face_detection_model_v1(_model_path(models.FACE_DETECTOR_MODEL))
+    found = 0
+    for name in sorted(images)[1::2]:
+        big = np.ascontiguousarray(images[name].repeat(2, 0).repeat(2, 1))
+        theirs = ref(big, 0)
+        _assert_same_detections(detector([big])[0], theirs, name + " x2")
+        found += len(theirs)
+    assert found >= 4
