@@ -51,6 +51,24 @@ def _dims(n, k, nr, nc):
     return dims
 
 
+def _device_empty(size, dtype):
+    """A CuPy array for a storage's device mirror; out of device memory is retried once after
+    freeing CuPy's pool, then reported with the bytes asked for."""
+    import cupy  # only reached when a device view is asked for
+
+    try:
+        return cupy.empty(size, dtype=dtype)
+    except cupy.cuda.memory.OutOfMemoryError:
+        cupy.get_default_memory_pool().free_all_blocks()
+        try:
+            return cupy.empty(size, dtype=dtype)
+        except cupy.cuda.memory.OutOfMemoryError as e:
+            nbytes = size * np.dtype(dtype).itemsize
+            raise MemoryError(f"dnnpy: out of device memory allocating the device copy of a tensor "
+                              f"storage: {size} {np.dtype(dtype).name} values = {nbytes} bytes "
+                              f"({nbytes / 2**20:.1f} MiB)") from e
+
+
 class _storage:
     """Flat float32 memory on the host with a lazily created device mirror."""
 
@@ -74,10 +92,8 @@ class _storage:
     def sync_to_device(self):
         if self.device_current:
             return
-        import cupy  # only reached when a device view is asked for
-
         if self.device_array is None or self.device_array.size != self.host_array.size:
-            self.device_array = cupy.empty(self.host_array.size, dtype=self.host_array.dtype)
+            self.device_array = _device_empty(self.host_array.size, self.host_array.dtype)
         self.device_array.set(self.host_array)
         self.device_current = True
 
@@ -169,9 +185,7 @@ class tensor:
         if not self._covers_storage():
             return self.device()
         if s.device_array is None or s.device_array.size != s.host_array.size:
-            import cupy
-
-            s.device_array = cupy.empty(s.host_array.size, dtype=s.host_array.dtype)
+            s.device_array = _device_empty(s.host_array.size, s.host_array.dtype)
         s.device_current = True
         s.host_current = False
         return self._window(s.device_array)

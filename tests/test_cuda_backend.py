@@ -15,6 +15,7 @@ and 1e-12 in float64; the bilinear resize uses 2e-5 (dlib's GPU kernel computes 
 directly in float, its CPU code accumulates them: see ``cuda/resize.py``).
 """
 
+import importlib
 import inspect
 import os
 import re
@@ -404,3 +405,22 @@ def test_ops_on_a_non_blocking_stream(rng):
         out.append(result)
     np.testing.assert_array_equal(out[0], out[1])
 
+
+
+def test_device_out_of_memory_names_the_bytes(monkeypatch):
+    """A device copy that does not fit fails with MemoryError naming the bytes asked for
+    (CuPy's allocator is replaced by one that always fails, so this runs without a GPU)."""
+    cupy = pytest.importorskip("cupy")
+    tensor_module = importlib.import_module("dnnpy.tensor")   # the module, not the class
+
+    freed = []
+
+    def fail(*args, **kwargs):
+        raise cupy.cuda.memory.OutOfMemoryError(1024, 0)
+
+    monkeypatch.setattr(cupy, "empty", fail)
+    monkeypatch.setattr(cupy, "get_default_memory_pool",
+                        lambda: type("P", (), {"free_all_blocks": lambda self: freed.append(1)})())
+    with pytest.raises(MemoryError, match=r"8 float32 values = 32 bytes"):
+        tensor_module._device_empty(8, np.float32)
+    assert freed == [1]
