@@ -16,6 +16,7 @@ from __future__ import annotations
 from ..tensor import tensor
 from .backend import (_backend, _broadcastable, _check_tensors, _same_dims, backend_name,
                       force_cpu, use_cuda)
+from ._plane_wise import is_plane_matrix
 from .conv import tensor_conv
 from .info import backend_info
 
@@ -116,7 +117,7 @@ def gemm(beta, dest, alpha, lhs, trans_lhs, rhs, trans_rhs, mode=CHANNEL_WISE):
             f"(lhs{lhs.shape} trans={trans_lhs}, rhs{rhs.shape} trans={trans_rhs}, dest{dest.shape}"
             f"{', PLANE_WISE' if plane else ''})")
     if plane:
-        kinds = [_is_plane_matrix(t) for t in (lhs, rhs, dest)]
+        kinds = [is_plane_matrix(t) for t in (lhs, rhs, dest)]
         if kinds[2] and not all(kinds):
             raise ValueError(f"gemm: PLANE_WISE dest{dest.shape} is a single matrix but lhs{lhs.shape} "
                              f"or rhs{rhs.shape} holds several planes")
@@ -125,14 +126,8 @@ def gemm(beta, dest, alpha, lhs, trans_lhs, rhs, trans_rhs, mode=CHANNEL_WISE):
         _backend().gemm(beta, dest, alpha, lhs, trans_lhs, rhs, trans_rhs)
 
 
-def _is_plane_matrix(t):
-    """dlib's PLANE_WISE rule: one plane holding a matrix, or a ``num_samples x k`` matrix."""
-    nk, rc = t.num_samples() * t.k(), t.nr() * t.nc()
-    return (nk == 1 and rc > 1) or (nk > 1 and rc == 1)
-
-
 def _plane_matrix_shape(t):
-    if _is_plane_matrix(t):
+    if is_plane_matrix(t):
         return (t.num_samples() if t.num_samples() > 1 else t.nr(),
                 t.k() if t.k() > 1 else t.nc())
     return t.nr(), t.nc()

@@ -8,6 +8,7 @@ dispatcher, so these functions assume valid input. Writes go through ``host()`` 
 import numpy as np
 
 from ...tensor import tensor
+from .._plane_wise import plane_counts, planes
 
 __all__ = [
     "add", "assign_conv_bias_gradient", "assign_bias_gradient", "gemm",
@@ -95,32 +96,10 @@ def gemm(beta, dest, alpha, lhs, trans_lhs, rhs, trans_rhs, mode=0):
     out += prod
 
 
-def _is_plane_matrix(t):
-    nk, rc = t.num_samples() * t.k(), t.nr() * t.nc()
-    return (nk == 1 and rc > 1) or (nk > 1 and rc == 1)
-
-
-def _planes(t, a, is_matrix, ns, nk):
-    """dlib's PLANE_WISE slicing: a matrix tensor is one (rows, cols) matrix broadcast over
-    the planes; otherwise plane (b, c) starts at float ``(b*nk + c) * nr*nc`` (nk is the
-    smallest k of the three tensors, as in dlib's loop)."""
-    if is_matrix:
-        rows = t.num_samples() if t.num_samples() > 1 else t.nr()
-        cols = t.k() if t.k() > 1 else t.nc()
-        return a.reshape(1, 1, rows, cols)
-    plane = t.nr() * t.nc()
-    return a.reshape(-1)[:ns * nk * plane].reshape(ns, nk, t.nr(), t.nc())
-
-
 def _gemm_plane_wise(beta, dest, alpha, lhs, trans_lhs, rhs, trans_rhs):
-    mats = [_is_plane_matrix(t) for t in (lhs, rhs, dest)]
-    if all(mats):
-        ns = nk = 1
-    else:
-        ns = min(t.num_samples() for t in (lhs, rhs, dest))
-        nk = min(t.k() for t in (lhs, rhs, dest))
-    a = _planes(lhs, lhs.host_read(), mats[0], ns, nk)
-    b = _planes(rhs, rhs.host_read(), mats[1], ns, nk)
+    mats, ns, nk = plane_counts(lhs, rhs, dest)
+    a = planes(lhs, lhs.host_read(), mats[0], ns, nk)
+    b = planes(rhs, rhs.host_read(), mats[1], ns, nk)
     if trans_lhs:
         a = a.swapaxes(-1, -2)
     if trans_rhs:
@@ -131,10 +110,10 @@ def _gemm_plane_wise(beta, dest, alpha, lhs, trans_lhs, rhs, trans_rhs):
     if beta == 0:
         full = dest.host_write_only() if dest.size() == ns * nk * dest.nr() * dest.nc() or all(mats) \
             else dest.host()
-        out = _planes(dest, full, mats[2], ns, nk)
+        out = planes(dest, full, mats[2], ns, nk)
         out[...] = prod
         return
-    out = _planes(dest, dest.host(), mats[2], ns, nk)
+    out = planes(dest, dest.host(), mats[2], ns, nk)
     if beta != 1:
         out *= float(beta)
     out += prod

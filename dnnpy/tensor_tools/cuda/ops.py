@@ -20,6 +20,8 @@ FMAs and sums in a different order (tests use ``rtol=1e-5`` in float32).
 
 import cupy
 
+from .._plane_wise import plane_counts, planes
+
 __all__ = [
     "add", "assign_conv_bias_gradient", "assign_bias_gradient", "gemm",
     "affine_transform", "relu", "relu_gradient", "dot",
@@ -180,31 +182,10 @@ def gemm(beta, dest, alpha, lhs, trans_lhs, rhs, trans_rhs, mode=0):
     cublas.gemm(ta, tb, a, b, out=out, alpha=float(alpha), beta=float(beta))
 
 
-def _is_plane_matrix(t):
-    nk, rc = t.num_samples() * t.k(), t.nr() * t.nc()
-    return (nk == 1 and rc > 1) or (nk > 1 and rc == 1)
-
-
-def _planes(t, a, is_matrix, ns, nk):
-    """dlib's PLANE_WISE slicing (as the CPU twin): a matrix tensor is one (rows, cols)
-    matrix broadcast over the planes; otherwise the first ``ns x nk`` planes."""
-    if is_matrix:
-        rows = t.num_samples() if t.num_samples() > 1 else t.nr()
-        cols = t.k() if t.k() > 1 else t.nc()
-        return a.reshape(1, 1, rows, cols)
-    plane = t.nr() * t.nc()
-    return a.reshape(-1)[:ns * nk * plane].reshape(ns, nk, t.nr(), t.nc())
-
-
 def _gemm_plane_wise(beta, dest, alpha, lhs, trans_lhs, rhs, trans_rhs):
-    mats = [_is_plane_matrix(t) for t in (lhs, rhs, dest)]
-    if all(mats):
-        ns = nk = 1
-    else:
-        ns = min(t.num_samples() for t in (lhs, rhs, dest))
-        nk = min(t.k() for t in (lhs, rhs, dest))
-    a = _planes(lhs, lhs.device_read(), mats[0], ns, nk)
-    b = _planes(rhs, rhs.device_read(), mats[1], ns, nk)
+    mats, ns, nk = plane_counts(lhs, rhs, dest)
+    a = planes(lhs, lhs.device_read(), mats[0], ns, nk)
+    b = planes(rhs, rhs.device_read(), mats[1], ns, nk)
     if trans_lhs:
         a = a.swapaxes(-1, -2)
     if trans_rhs:
@@ -213,13 +194,13 @@ def _gemm_plane_wise(beta, dest, alpha, lhs, trans_lhs, rhs, trans_rhs):
     if beta == 0:
         whole = all(mats) or dest.size() == ns * nk * dest.nr() * dest.nc()
         full = dest.device_write_only() if whole else dest.device()
-        out = _planes(dest, full, mats[2], ns, nk)
+        out = planes(dest, full, mats[2], ns, nk)
         if alpha == 1:
             out[...] = prod
         else:
             _scale_assign(prod, _scalar(out, alpha), out)
         return
-    out = _planes(dest, dest.device(), mats[2], ns, nk)
+    out = planes(dest, dest.device(), mats[2], ns, nk)
     _scale_add(prod, _scalar(out, alpha), _scalar(out, beta), out)
 
 
