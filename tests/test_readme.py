@@ -1,0 +1,20 @@
+"""The README's Python blocks run as written (in order, in one namespace, in a scratch
+folder), so the tour stays true. The block using dlib's model files needs optional extras
+and is checked by tests/test_dlib_models.py instead."""
+
+import re
+from pathlib import Path
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def test_readme_python_blocks_run(tmp_path, monkeypatch):
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+    runnable = [b for b in blocks if "dnnpy.models" not in b]
+    assert len(runnable) >= 3
+    monkeypatch.chdir(tmp_path)
+    namespace = {}
+    exec(compile("import numpy as np\n", "README.md", "exec"), namespace)
+    for i, block in enumerate(runnable):
+        exec(compile(block, f"README.md python block {i}", "exec"), namespace)
+    assert (tmp_path / "classifier.dnnpy").is_file()
