@@ -86,6 +86,9 @@ class _storage:
 
     def sync_to_host(self):
         if not self.host_current:
+            # the device copy may have been written on any stream (a non-blocking one is not
+            # ordered with the stream current now), so wait for the whole device first
+            self.device_array.device.synchronize()
             self.device_array.get(out=self.host_array)
             self.host_current = True
 

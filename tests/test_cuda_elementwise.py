@@ -135,30 +135,36 @@ def _params(in_params, out_params, T):
 
 
 def _kernel_source(kernel, T):
+    """A compilable stand-in for the code CuPy generates. Reductions follow CuPy's
+    template (``_reduction.pyx``): ``REDUCE(a, b)`` and ``POST_MAP(a)`` are macros, so
+    ``a``/``b`` in the reduce and post-map expressions never clash with input names."""
     import cupy
 
+    macros = ""
     if isinstance(kernel, cupy.ElementwiseKernel):
         sig, decl = _params(kernel.in_params, kernel.out_params, T)
-        body = kernel.operation
+        body = kernel.operation + ";"  # CuPy's template: ``${operation};``
     else:
-        sig, decl = _params(kernel.in_params, (), T)
-        (out,) = kernel.out_params
-        rt = kernel.reduce_type
-        body = (f"{rt} a = ({kernel.map_expr}); {rt} b = ({rt})({kernel.identity});"
-                f" a = {kernel.reduce_expr}; {_ctype(out, T)} y; {kernel.post_map_expr}; (void)y;")
-    return (_HARNESS % T + kernel.preamble +
+        sig, decl = _params(kernel.in_params, kernel.out_params, T)
+        macros = (f"#define REDUCE(a, b) ({kernel.reduce_expr})\n"
+                  f"#define POST_MAP(a) ({kernel.post_map_expr})\n"
+                  f"typedef {kernel.reduce_type} _type_reduce;\n")
+        body = (f"_type_reduce _s = _type_reduce({kernel.identity});"
+                f" _type_reduce _a = static_cast<_type_reduce>({kernel.map_expr});"
+                f" _s = REDUCE(_s, _a); _s = REDUCE(_s, _s); POST_MAP(_s);")
+    return (_HARNESS % T + kernel.preamble + macros +
             f'\nextern "C" __global__ void k({sig}, long long n) {{\n'
             f"  for (long long i = blockIdx.x * blockDim.x + threadIdx.x; i < n;"
             f" i += blockDim.x * gridDim.x) {{ {decl}\n {body}\n }}\n}}\n")
 
 
-def _all_kernels():
+def _all_kernels(modules=MODULES):
     import importlib
 
     import cupy
 
     found = []
-    for module in MODULES:
+    for module in modules:
         mod = importlib.import_module(f"dnnpy.tensor_tools.cuda.{module}")
         for name, obj in sorted(vars(mod).items()):
             if isinstance(obj, (cupy.ElementwiseKernel, cupy.ReductionKernel)):
@@ -179,6 +185,32 @@ def test_cuda_kernels_compile_with_nvrtc():
     for name, kernel in kernels:
         for T in ("float", "double"):
             ok, log = _compile(lib, _kernel_source(kernel, T), ["--fmad=false", "-std=c++17", "--gpu-architecture=compute_60"])
+            if not ok:
+                failures.append(f"{name} [{T}]:\n{log}")
+    assert not failures, "\n".join(failures)
+
+
+# The kernels of the other CUDA modules (core ops, solver, resize; spatial has none: pure
+# CuPy copies), compiled as CuPy does by default (FMA contraction on: only activations,
+# norm and merge ask for --fmad=false).
+CORE_MODULES = ("ops", "solver", "resize", "spatial")
+
+
+def test_cuda_core_kernels_compile_with_nvrtc():
+    pytest.importorskip("cupy")
+    lib = _nvrtc()
+    if lib is None:
+        pytest.skip("libnvrtc not found (set DNNPY_NVRTC_LIBRARY or install nvidia-cuda-nvrtc)")
+    kernels = _all_kernels(CORE_MODULES)
+    names = {name for name, _ in kernels}
+    for expected in ("ops._add_zero_padded_kernel", "ops._dot64", "solver._adam",
+                     "resize._resize_gradient_kernel"):
+        assert expected in names
+    failures = []
+    for name, kernel in kernels:
+        for T in ("float", "double"):
+            ok, log = _compile(lib, _kernel_source(kernel, T),
+                               ["-std=c++17", "--gpu-architecture=compute_60"])
             if not ok:
                 failures.append(f"{name} [{T}]:\n{log}")
     assert not failures, "\n".join(failures)

@@ -83,3 +83,81 @@ def test_fuzz_solver_files():
             from_bytes(variant, target)
         except SerializationError:
             assert len(target) == 1 and target[0].t == 0 and target[0].m.size() == 0
+
+
+def test_corrupt_solver_count_does_not_copy_the_solver_per_count():
+    """A list of solvers whose count field is corrupted must fail fast (each new entry is read
+    right after it is made), not deep-copy a large solver once per claimed entry."""
+    import io
+    from dnnpy.serialization.primitives import Writer
+    from dnnpy.tensor import resizable_tensor
+
+    big = dnnpy.sgd()
+    big.v = resizable_tensor()
+    big.v.set_size(1 << 20)
+    body = to_bytes([dnnpy.sgd()], "dlib")[2:]        # one sgd record, without its count
+    w = Writer()
+    w.uint(len(body))                                   # claims as many solvers as bytes follow
+    data = w.bytes() + body
+    target = [big]
+    calls = []
+    import copy as _copy
+    orig = _copy.deepcopy
+
+    def counting(obj, *a, **k):
+        calls.append(type(obj).__name__)
+        return orig(obj, *a, **k)
+
+    _copy.deepcopy = counting
+    try:
+        with pytest.raises(SerializationError):
+            from_bytes(data, target, "fuzz")
+    finally:
+        _copy.deepcopy = orig
+    assert target == [big] and big.v.size() == 1 << 20
+    assert calls.count("sgd") <= 1                      # only solvers[0] was copied
+
+
+def test_load_refuses_a_huge_repeat_count_in_the_header():
+    """The header's type expression is a size field too: repeat[2000000000, ...] with a
+    short body fails at once instead of building the layers."""
+    import io
+    from dnnpy.serialization.files import MAGIC
+    from dnnpy.serialization.primitives import Writer
+
+    w = Writer()
+    w.raw(MAGIC), w.uint(1), w.string("net")
+    w.string("loss_multiclass_log[fc[3, repeat[2000000000, relu[fc[3, SUBNET]], input[float32]]]]")
+    w.raw(b"\0" * 64)
+    start = time.monotonic()
+    with pytest.raises(SerializationError, match="repeat counts included"):
+        dnnpy.load(io.BytesIO(w.bytes()))
+    assert time.monotonic() - start < 5
+
+
+def test_fuzz_trainer_sync_state():
+    """Truncated or mutated trainer sync files: a SerializationError and an unchanged trainer,
+    or a clean load; never another exception."""
+    from dnnpy import dnn_trainer, loss_mean_squared
+    from dnnpy.training import sync as _sync
+
+    net_type = loss_mean_squared[fc[1, relu[fc[4, input[np.float32]]]]]
+    rng = np.random.default_rng(7)
+    x = list(rng.standard_normal((8, 1, 3)).astype(np.float32))
+    y = list(rng.standard_normal(8).astype(np.float32))
+    t = dnn_trainer(net_type(), adam())
+    t.set_learning_rate_schedule([0.1, 0.05, 0.01])
+    t.record_loss_history()
+    for _ in range(3):
+        t.train_one_step(x, y)
+    t.test_one_step(x, y)
+    data = _sync.encode_state(t)
+    target = dnn_trainer(net_type(), adam())
+    before = _sync.encode_state(target)
+    for variant in list(_variants(data, rng, 400))[::3]:
+        try:
+            target._load_state(variant, "fuzz")
+        except SerializationError:
+            assert _sync.encode_state(target) == before, "a failed load changed the trainer"
+        else:
+            target = dnn_trainer(net_type(), adam())

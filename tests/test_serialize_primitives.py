@@ -110,3 +110,12 @@ def test_expect_string_names_expected_and_found():
     with pytest.raises(SerializationError, match=r"expected 'con_5' or 'con_6', found 'fc_3'.*offset 0"):
         r.expect_string("con_5", "con_6")
     assert Reader(written("string", "con_5")).expect_string("con_5", "con_6") == "con_5"
+
+
+def test_float_exponents_above_the_nan_marker_read_as_nan():
+    """dlib's float_details::convert_to_T: an exponent above is_nan (32002) is NaN too."""
+    for exponent in (32003, 32767):
+        w = Writer()
+        w.int(5), w.int(exponent)
+        assert math.isnan(Reader(w.bytes()).float64())
+        assert math.isnan(Reader(w.bytes()).float32())

@@ -434,3 +434,105 @@ def test_divergence_before_the_first_sync(tmp_path):
     t2 = dnn_trainer(REG(), sgd())
     t2.set_synchronization_file(str(tmp_path / "sync"))     # written at the end of train()
     assert all_finite(t2.get_net(False)) and t2.get_learning_rate() == t.get_learning_rate()
+
+
+def test_resume_keeps_the_plateau_check_phase(tmp_path):
+    """A resumed trainer runs dlib's budgeted plateau check at the same steps as the original
+    (the check budget is trainer state, kept in the sync file)."""
+    rng = np.random.default_rng(3)
+    x = list(rng.standard_normal((16, 1, 3)).astype(np.float32))
+    y = list(rng.standard_normal(16).astype(np.float32))      # noise: the loss stays flat
+    sync = str(tmp_path / "s.sync")
+    a = dnn_trainer(REG(), sgd())
+    a.set_learning_rate(1e-6)
+    a.set_iterations_without_progress_threshold(1000)          # a check every 6th step
+    a.set_synchronization_file(sync, 3600)
+    for _ in range(3):
+        a.train_one_step(x, y)
+    a.get_net()                                                # sync after 3 steps
+    b = dnn_trainer(REG(), sgd())
+    b.set_synchronization_file(sync, 3600)
+    steps_a, steps_b = [], []
+    for _ in range(12):
+        a.train_one_step(x, y)
+        b.train_one_step(x, y)
+        steps_a.append(a.get_steps_without_progress())
+        steps_b.append(b.get_steps_without_progress())
+    assert any(steps_a) and steps_a == steps_b
+
+
+def _sync_bytes_with(**fields):
+    from dnnpy.training import sync as _sync
+    t = dnn_trainer(REG())
+    for k, v in fields.items():
+        setattr(t, "_" + k, v)
+    return _sync.encode_state(t)
+
+
+@pytest.mark.parametrize("fields", [dict(mini_batch_size=0), dict(max_num_epochs=0),
+                                    dict(lr_schedule=[0.1, 0.01], lr_schedule_pos=-1),
+                                    dict(learning_rate=float("nan")),
+                                    dict(min_learning_rate=-1.0),
+                                    dict(learning_rate_shrink=0.0)])
+def test_sync_file_with_impossible_settings_is_rejected(fields):
+    """A corrupted sync file whose settings the setters would refuse (mini_batch_size 0 makes
+    train() loop forever; a negative schedule position indexes from the end) is a
+    SerializationError and the trainer is left as it was."""
+    from dnnpy.training import sync as _sync
+    data = _sync_bytes_with(**fields)
+    t = dnn_trainer(REG())
+    with pytest.raises(SerializationError, match=next(iter(fields))):
+        t._load_state(data, "corrupt.sync")
+    assert t.get_mini_batch_size() == 128 and t.get_max_num_epochs() == 10000
+    assert t.get_learning_rate() == 1e-2 and t._lr_schedule_pos == 0
+
+
+def test_sync_file_older_extension_versions_still_read():
+    """Extension version 3 (this one) writes the loss histories as raw float64; versions 1
+    (no plateau budget) and 2 wrote them as dlib doubles. Both still read."""
+    from dnnpy.serialization.primitives import Writer
+    data = _sync_bytes_with(gradient_check_budget=0)
+    w3 = Writer()
+    w3.int(3), w3.bool(False), w3.uint(0), w3.uint(0), w3.uint(0)   # no history recorded
+    assert data.endswith(w3.bytes())
+    head = data[:-len(w3.bytes())]
+    w2, w1 = Writer(), Writer()
+    w2.int(2), w2.bool(True), w2.uint(2), w2.float64(0.5), w2.float64(0.25), w2.uint(0), w2.uint(7)
+    w1.int(1), w1.bool(False), w1.uint(0), w1.uint(0)
+    t = dnn_trainer(REG())
+    t._load_state(head + w2.bytes(), "v2.sync")
+    assert t._gradient_check_budget == 7 and t.get_loss_history() == [0.5, 0.25]
+    t._gradient_check_budget = 600
+    t._load_state(head + w1.bytes(), "v1.sync")
+    assert t._gradient_check_budget == 0
+
+
+def test_loss_history_round_trips_exactly():
+    t = dnn_trainer(REG())
+    t.record_loss_history()
+    x, y = regression_data(16)
+    for _ in range(5):
+        t.train_one_step(x, y)
+    history = t.get_loss_history()
+    from dnnpy.training import sync as _sync
+    t2 = dnn_trainer(REG())
+    t2._load_state(_sync.encode_state(t), "history.sync")
+    assert t2.get_loss_history() == history and len(history) == 5
+
+
+def test_loss_plot_leaves_the_matplotlib_backend_alone(tmp_path):
+    """save_loss_plot must not switch the caller's matplotlib backend (a notebook's)."""
+    matplotlib = pytest.importorskip("matplotlib")
+    plt = pytest.importorskip("matplotlib.pyplot")
+    before = matplotlib.get_backend()
+    plt.switch_backend("svg")
+    try:
+        t = dnn_trainer(REG())
+        t.record_loss_history()
+        x, y = regression_data(16)
+        t.train_one_step(x, y)
+        t.save_loss_plot(str(tmp_path / "p.png"))
+        assert matplotlib.get_backend() == "svg"
+        assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
+    finally:
+        plt.switch_backend(before)

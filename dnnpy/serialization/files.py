@@ -25,7 +25,7 @@ import secrets
 
 from ..core import _node
 from ..errors import SerializationError
-from .net import read_net_staged, read_object, write_net, write_object
+from .net import _adopt, read_net_staged, read_object, write_net, write_object
 from .primitives import Reader, Writer
 
 __all__ = ["serialize", "deserialize", "load", "to_bytes", "from_bytes", "atomic_write",
@@ -212,9 +212,19 @@ def _solver_from_name(r, name):
     return cls()
 
 
+def _blank(proto):
+    """A new solver of ``proto``'s type for dlib's ``vector::resize`` (a default-constructed
+    one: every field is then read from the file), without copying ``proto``'s state tensors."""
+    try:
+        return type(proto)()
+    except TypeError:
+        return copy.deepcopy(proto)
+
+
 def read_solvers_staged(r: Reader, solvers, element=None):
     """Read dlib's ``std::vector<solver>`` into the list ``solvers`` (resized to the file's
-    count, as dlib does; new entries are copies of ``solvers[0]`` or of ``element``).
+    count, as dlib does; new entries are new solvers of the type of ``solvers[0]`` or of
+    ``element``).
     Returns the commit function; ``solvers`` is untouched until it runs."""
     start = r.pos
     n = r.uint("the number of solvers")
@@ -224,22 +234,18 @@ def read_solvers_staged(r: Reader, solvers, element=None):
     if proto is None and n:
         raise r.error("cannot tell the solver type to read into an empty list; pass a list holding "
                       "one solver of the wanted type")
-    staged = [copy.deepcopy(solvers[i] if i < len(solvers) else proto) for i in range(n)]
-    for s in staged:
+    staged = []
+    for i in range(n):
+        # copy one, read it, then the next: a corrupt count fails when the data runs out,
+        # before it has made more copies of a (possibly large) solver than the file can fill
+        s = copy.deepcopy(solvers[i]) if i < len(solvers) else _blank(proto)
         read_object(r, s, "solver")
+        staged.append(s)
 
     def commit():
         old = list(solvers)
-        solvers[:] = [_adopt_obj(old[i], s) if i < len(old) else s for i, s in enumerate(staged)]
+        solvers[:] = [_adopt(old[i], s) if i < len(old) else s for i, s in enumerate(staged)]
     return commit
-
-
-def _adopt_obj(old, new):
-    if type(old) is type(new) and hasattr(old, "__dict__"):
-        old.__dict__.clear()
-        old.__dict__.update(new.__dict__)
-        return old
-    return new
 
 
 def _stage(r, obj, header):
@@ -263,7 +269,7 @@ def _stage(r, obj, header):
     _check_kind(r, header, kind, type(obj).__name__)
     staged = copy.deepcopy(obj)
     read_object(r, staged, kind)
-    return lambda: _adopt_obj(obj, staged)
+    return lambda: _adopt(obj, staged)
 
 
 def from_bytes(data, obj, what="bytes"):
@@ -290,6 +296,24 @@ def deserialize(path_or_file, obj):
     return from_bytes(data, obj, name)
 
 
+def _node_count(net_type, cap):
+    """The number of wrapper nodes ``net_type()`` builds (each ``repeat`` copy counted), or
+    some number above ``cap`` as soon as it exceeds it: a repeat count in a corrupted or
+    hostile header must not make ``load`` build millions of layers before the read fails."""
+    from ..templates import NetType, repeat
+
+    count = 0
+    while isinstance(net_type, NetType):
+        count += 1
+        if net_type.template is repeat:
+            reps, block = net_type.args
+            count += reps * _node_count(block, cap)
+        if count > cap:
+            return count
+        net_type = net_type.subnet
+    return count
+
+
 def load(path_or_file):
     """Rebuild what a dnnpy-format file holds: a net (its type parsed from the header, no
     ``eval``), a solver or a list of solvers."""
@@ -308,6 +332,11 @@ def load(path_or_file):
             net_type = net_type_from_string(expr)
         except Exception as e:  # noqa: BLE001
             raise SerializationError(f"{name}: the file's net type {expr!r} cannot be rebuilt: {e}") from e
+        nodes = _node_count(net_type, r.remaining())
+        if nodes > r.remaining():
+            raise r.error(f"the file's net type {expr} has {nodes if nodes < 1 << 62 else 'over 2**62'} "
+                          f"layers (repeat counts included) but only {r.remaining()} bytes follow, "
+                          f"and every layer takes at least one")
         try:
             obj = net_type()
         except Exception as e:  # noqa: BLE001

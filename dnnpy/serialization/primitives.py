@@ -213,6 +213,8 @@ class Reader:
             return math.nan
         if not -32768 <= exponent <= 32767 or not -(1 << 63) <= mantissa < (1 << 63):
             raise self.error(f"{what} has an exponent or mantissa out of range", start)
+        if exponent > _NAN_EXP:
+            return math.nan          # dlib's convert_to_T: every exponent above is_ninf is NaN
         try:
             return math.ldexp(mantissa, exponent)
         except OverflowError:

@@ -103,28 +103,28 @@ class progress_display:
 def save_loss_plot(path, train_losses, test_losses=(), title="dnn_trainer loss"):
     """Write a PNG of the per-step training loss (and test loss) with matplotlib."""
     try:
-        import matplotlib
-        matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
     except ImportError as e:
         raise ImportError("dnn_trainer.save_loss_plot needs matplotlib, which is an optional extra: "
                           "pip install 'dnnpy[plot]' (or pip install matplotlib)") from e
-    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
-    try:
-        if len(train_losses):
-            ax.plot(range(1, len(train_losses) + 1), train_losses, lw=0.8, label="training loss")
-        if len(test_losses):
-            ax.plot(range(1, len(test_losses) + 1), test_losses, lw=0.8, label="test loss")
-        ax.set_xlabel("step")
-        ax.set_ylabel("loss")
-        ax.set_title(title)
-        positive = [v for v in list(train_losses) + list(test_losses) if v > 0]
-        if positive and max(positive) / min(positive) > 100:
-            ax.set_yscale("log")
-        if len(train_losses) or len(test_losses):
-            ax.legend()
-        ax.grid(True, alpha=0.3)
-        fig.tight_layout()
-        fig.savefig(path, format="png")
-    finally:
-        plt.close(fig)
+    # a Figure with its own Agg canvas: no pyplot, so the caller's backend and open figures
+    # are left alone (matplotlib.use("Agg") would switch a notebook's backend globally)
+    fig = Figure(figsize=(8, 4.5), dpi=100)
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
+    if len(train_losses):
+        ax.plot(range(1, len(train_losses) + 1), train_losses, lw=0.8, label="training loss")
+    if len(test_losses):
+        ax.plot(range(1, len(test_losses) + 1), test_losses, lw=0.8, label="test loss")
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss")
+    ax.set_title(title)
+    positive = [v for v in list(train_losses) + list(test_losses) if v > 0]
+    if positive and max(positive) / min(positive) > 100:
+        ax.set_yscale("log")
+    if len(train_losses) or len(test_losses):
+        ax.legend()
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, format="png")

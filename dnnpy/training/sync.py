@@ -17,7 +17,8 @@ Layout of a sync file (all dlib encodings, ``dnnpy.serialization.primitives``)::
     deque<double> test_previous_loss_values, previous_loss_values_dump_amount,
     test_previous_loss_values_dump_amount, deque<double> previous_loss_values_to_keep_until_disk_sync
     -- dnnpy's extension --
-    int 1, bool record_loss_history, vector<double> loss history, vector<double> test loss history
+    int 2, bool record_loss_history, vector<double> loss history, vector<double> test loss history,
+    unsigned gradient_check_budget (version 2; version 1 files, without it, read as 0)
 
 Reading is all-or-nothing: ``decode_state`` parses the whole file, the net and the solvers
 into staged copies, and only then does the trainer commit it.
@@ -27,13 +28,15 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
+
 from ..errors import SerializationError
 from ..serialization.primitives import Reader, Writer
 from ..statistics import running_stats, running_stats_decayed
 
 KIND = "dnn_trainer"
 DLIB_TRAINER_VERSION = 13
-EXTENSION_VERSION = 1
+EXTENSION_VERSION = 3
 
 
 def _io():
@@ -54,12 +57,45 @@ def _write_doubles(w, values):
         w.float64(v)
 
 
+def _write_raw_doubles(w, values):
+    """A long history as count + raw little-endian float64 (one memcpy, not one encoded
+    number per value: histories grow for the whole run and are written at every sync)."""
+    a = np.asarray(values, dtype="<f8")
+    w.uint(a.size)
+    w.raw(a.tobytes())
+
+
+def _read_raw_doubles(r, what):
+    n = r.uint(f"the length of {what}")
+    if n * 8 > r.remaining():
+        raise r.error(f"{what} claims {n} values but only {r.remaining()} bytes remain")
+    return np.frombuffer(r.raw(n * 8, what), dtype="<f8").tolist()
+
+
 def _read_doubles(r, what):
     n = r.uint(f"the length of {what}")
     # each double takes at least 4 bytes: a size larger than that is corrupt, not a request
     if n * 4 > r.remaining():
         raise r.error(f"{what} claims {n} values but only {r.remaining()} bytes remain")
     return [r.float64(what) for _ in range(n)]
+
+
+def _positive(r, what):
+    """An unsigned field the trainer's setter requires > 0 (0 would make train() loop forever)."""
+    start = r.pos
+    value = r.uint(what)
+    if value == 0:
+        raise r.error(f"expected {what} > 0, found 0", start)
+    return value
+
+
+def _rate(r, what):
+    """A learning rate: >= 0 (repeated shrinking may reach 0), never NaN or negative."""
+    start = r.pos
+    value = r.float64(what)
+    if not value >= 0:
+        raise r.error(f"expected {what} >= 0, found {value!r}", start)
+    return value
 
 
 def encode_state(t) -> bytes:
@@ -102,8 +138,9 @@ def encode_state(t) -> bytes:
     _write_doubles(w, t._previous_loss_values_to_keep_until_disk_sync)
     w.int(EXTENSION_VERSION)
     w.bool(t._record_history)
-    _write_doubles(w, t._loss_history)
-    _write_doubles(w, t._test_loss_history)
+    _write_raw_doubles(w, t._loss_history)
+    _write_raw_doubles(w, t._test_loss_history)
+    w.uint(t._gradient_check_budget)
     return w.bytes()
 
 
@@ -151,8 +188,8 @@ def decode_state(data, what, t) -> dict:
         s["rs_test"] = running_stats_decayed(200)
         s["rs_test"].deserialize(r)
         s["previous_loss_values"] = _read_doubles(r, "previous_loss_values")
-        s["max_num_epochs"] = r.uint("max_num_epochs")
-        s["mini_batch_size"] = r.uint("mini_batch_size")
+        s["max_num_epochs"] = _positive(r, "max_num_epochs")
+        s["mini_batch_size"] = _positive(r, "mini_batch_size")
         s["verbose"] = r.bool("verbose")
         s["commit_net"] = net_io.read_net_staged(r, t._net)
         start = r.pos
@@ -161,11 +198,15 @@ def decode_state(data, what, t) -> dict:
             raise r.error(f"dnn_trainer: the sync file holds {n} solvers but the net has "
                           f"{len(t._solvers)} computational layers", start)
         s["commit_solvers"] = files.read_solvers_staged(r, t._solvers)
-        s["learning_rate"] = r.float64("learning_rate")
-        s["min_learning_rate"] = r.float64("min_learning_rate")
+        s["learning_rate"] = _rate(r, "learning_rate")
+        s["min_learning_rate"] = _rate(r, "min_learning_rate")
         s["iter_without_progress_thresh"] = r.uint("iter_without_progress_thresh")
         s["steps_without_progress"] = r.uint("steps_without_progress")
+        start = r.pos
         s["learning_rate_shrink"] = r.float64("learning_rate_shrink")
+        if not 0 < s["learning_rate_shrink"] <= 1:
+            raise r.error(f"expected learning_rate_shrink in (0, 1], found {s['learning_rate_shrink']!r}",
+                          start)
         s["epoch_iteration"] = r.uint("epoch_iteration")
         s["epoch_pos"] = r.uint("epoch_pos")
         s["train_one_step_calls"] = r.uint("train_one_step_calls")
@@ -175,8 +216,11 @@ def decode_state(data, what, t) -> dict:
         if nr * nc * 4 > r.remaining() or (nr and nc != 1):
             raise r.error(f"lr_schedule: a {nr}x{nc} matrix is not a column vector that fits "
                           f"in the {r.remaining()} remaining bytes", start)
-        s["lr_schedule"] = [r.float64("lr_schedule") for _ in range(nr * nc)]
+        s["lr_schedule"] = [_rate(r, "an lr_schedule value") for _ in range(nr * nc)]
+        start = r.pos
         s["lr_schedule_pos"] = r.int("lr_schedule_pos")
+        if s["lr_schedule_pos"] < 0:   # dlib compares it unsigned; Python would index from the end
+            raise r.error(f"expected lr_schedule_pos >= 0, found {s['lr_schedule_pos']}", start)
         s["test_iter_without_progress_thresh"] = r.uint("test_iter_without_progress_thresh")
         s["test_steps_without_progress"] = r.uint("test_steps_without_progress")
         s["test_previous_loss_values"] = _read_doubles(r, "test_previous_loss_values")
@@ -186,11 +230,15 @@ def decode_state(data, what, t) -> dict:
             r, "previous_loss_values_to_keep_until_disk_sync")
         start = r.pos
         ext = r.int("the dnnpy extension version")
-        if ext != EXTENSION_VERSION:
-            raise r.error(f"expected dnnpy trainer extension version {EXTENSION_VERSION}, found {ext}", start)
+        if ext not in (1, 2, EXTENSION_VERSION):
+            raise r.error(f"expected dnnpy trainer extension version 1 to {EXTENSION_VERSION}, "
+                          f"found {ext}", start)
         s["record_history"] = r.bool("record_loss_history")
-        s["loss_history"] = _read_doubles(r, "the loss history")
-        s["test_loss_history"] = _read_doubles(r, "the test loss history")
+        # versions 1 and 2 encoded every value as a dlib double; 3 writes raw float64
+        read_history = _read_raw_doubles if ext >= 3 else _read_doubles
+        s["loss_history"] = read_history(r, "the loss history")
+        s["test_loss_history"] = read_history(r, "the test loss history")
+        s["gradient_check_budget"] = r.uint("gradient_check_budget") if ext >= 2 else 0
         if not r.at_end():
             raise r.error(f"expected the end of the sync file, found {r.remaining()} more bytes")
         return s

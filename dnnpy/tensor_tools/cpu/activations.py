@@ -42,31 +42,70 @@ def _sigmoid(x):
 
 
 # ----------------------------------------------------------------------------------------
-# erf: numpy has none and numpy is dnnpy's only dependency. Double precision from two
-# classical expansions (no cancellation in either):
-#   |x| < 3:  erf(x) = 2/sqrt(pi) * exp(-x^2) * sum_n 2^n x^(2n+1) / (1*3*...*(2n+1))
-#   |x| >= 3: erfc(x) = exp(-x^2)/sqrt(pi) / (x + (1/2)/(x + 1/(x + (3/2)/(x + ...))))
+# erf: numpy has none and numpy is dnnpy's only dependency. fdlibm's s_erf.c (the code
+# behind glibc's erf, so behind dlib's std::erf), vectorised: rational approximations on
+# |x| < 0.84375, [0.84375, 1.25), [1.25, 1/0.35), [1/0.35, 6), and +-1 beyond; error below
+# 1 ulp in double. (A series used before cost ~270 passes over the data.)
+# The coefficients below are fdlibm's, whose notice reads: "Copyright (C) 1993 by Sun
+# Microsystems, Inc. All rights reserved. Developed at SunPro, a Sun Microsystems, Inc.
+# business. Permission to use, copy, modify, and distribute this software is freely granted,
+# provided that this notice is preserved."
+
+_PP = (-2.37630166566501626084e-05, -5.77027029648944159157e-03, -2.84817495755985104766e-02,
+       -3.25042107247001499370e-01, 1.28379167095512558561e-01)
+_QQ = (-3.96022827877536812320e-06, 1.32494738004321644526e-04, 5.08130628187576562776e-03,
+       6.50222499887672944485e-02, 3.97917223959155352819e-01, 1.0)
+_PA = (-2.16637559486879084300e-03, 3.54783043256182359371e-02, -1.10894694282396677476e-01,
+       3.18346619901161753674e-01, -3.72207876035701323847e-01, 4.14856118683748331666e-01,
+       -2.36211856075265944077e-03)
+_QA = (1.19844998467991074170e-02, 1.36370839120290507362e-02, 1.26171219808761642112e-01,
+       7.18286544141962662868e-02, 5.40397917702171048937e-01, 1.06420880400844228286e-01, 1.0)
+_RA = (-9.81432934416914548592e+00, -8.12874355063065934246e+01, -1.84605092906711035994e+02,
+       -1.62396669462573470355e+02, -6.23753324503260060396e+01, -1.05586262253232909814e+01,
+       -6.93858572707181764372e-01, -9.86494403484714822705e-03)
+_SA = (-6.04244152148580987438e-02, 6.57024977031928170135e+00, 1.08635005541779435134e+02,
+       4.29008140027567833386e+02, 6.45387271733267880336e+02, 4.34565877475229228821e+02,
+       1.37657754143519042600e+02, 1.96512716674392571292e+01, 1.0)
+_RB = (-4.83519191608651397019e+02, -1.02509513161107724954e+03, -6.37566443368389627722e+02,
+       -1.60636384855821916062e+02, -1.77579549177547519889e+01, -7.99283237680523006574e-01,
+       -9.86494292470009928597e-03)
+_SB = (-2.24409524465858183362e+01, 4.74528541206955367215e+02, 2.55305040643316442583e+03,
+       3.19985821950859553908e+03, 1.53672958608443695994e+03, 3.25792512996573918826e+02,
+       3.03380607434824582924e+01, 1.0)
+_ERX = 8.45062911510467529297e-01
+
+
+def _poly(coeffs, z):
+    """Horner's scheme, highest coefficient first."""
+    acc = np.full_like(z, coeffs[0])
+    for c in coeffs[1:]:
+        acc *= z
+        acc += c
+    return acc
+
 
 def erf(x):
-    """Element-wise error function of an array, computed in float64 (abs error ~1e-16)."""
+    """Element-wise error function of an array, computed in float64 (fdlibm's algorithm)."""
     x = np.asarray(x, dtype=np.float64)
     a = np.abs(x)
-    out = np.empty_like(a)
-    small = a < 3
-    xs = a[small]
-    term = xs.copy()
-    total = xs.copy()
-    x2 = 2 * xs * xs
-    for n in range(1, 90):       # 2x^2 < 18: the terms are below 1e-17 of the sum by n ~ 80
-        term *= x2 / (2 * n + 1)
-        total += term
-    out[small] = 2 / np.sqrt(np.pi) * np.exp(-xs * xs) * total
-    xl = a[~small]
-    f = xl.copy()
-    for k in range(60, 0, -1):   # continued fraction, evaluated bottom-up
-        f = xl + (k / 2) / f
-    with np.errstate(under="ignore"):
-        out[~small] = 1 - np.exp(-xl * xl) / np.sqrt(np.pi) / f
+    out = np.ones_like(a)                          # |x| >= 6 (and inf): 1
+    r1 = a < 0.84375
+    xs = a[r1]
+    z = xs * xs
+    out[r1] = xs + xs * (_poly(_PP, z) / _poly(_QQ, z))
+    r2 = (a >= 0.84375) & (a < 1.25)
+    s = a[r2] - 1
+    out[r2] = _ERX + _poly(_PA, s) / _poly(_QA, s)
+    for lo, hi, rc, sc in ((1.25, 1 / 0.35, _RA, _SA), (1 / 0.35, 6, _RB, _SB)):
+        m = (a >= lo) & (a < hi)
+        xl = a[m]
+        s = 1 / (xl * xl)
+        # fdlibm's exp(-z*z - 0.5625) * exp((z - x)*(z + x) + R/S), z = x with its low
+        # 32 bits cleared (so z*z is exact)
+        zz = (xl.view(np.uint64) & np.uint64(0xFFFFFFFF00000000)).view(np.float64)
+        r = np.exp(-zz * zz - 0.5625) * np.exp((zz - xl) * (zz + xl) + _poly(rc, s) / _poly(sc, s))
+        out[m] = 1 - r / xl
+    out[np.isnan(a)] = np.nan
     return np.copysign(out, x)
 
 

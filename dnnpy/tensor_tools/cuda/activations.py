@@ -66,7 +66,9 @@ class _grad_kernel:
 
 def _red(in_params, map_expr, name, out_type="T"):
     """Sum of ``map_expr`` accumulated in double, stored as ``out_type``."""
-    post = "y = (T)a;" if out_type == "T" else "y = a;"
+    # CuPy expands the post-map expression inside parentheses, ``#define POST_MAP(a)
+    # (post_map_expr)``: it must be an expression, with no trailing semicolon
+    post = "y = (T)a" if out_type == "T" else "y = a"
     return cp.ReductionKernel(in_params, f"{out_type} y", map_expr, "a + b", post, "0",
                               "dnnpy_" + name, reduce_type="double", options=_OPTIONS)
 

@@ -114,7 +114,7 @@ def embeddings_gradient(prev, gradient_input, grads, freqs, learning_rate, scale
 _halt_probs = _ew("T z, T b", "T logit, T prob",
                   "logit = z + b; prob = (T)1 / ((T)1 + exp(-logit));", "act_halt_probs")
 _halt_logits = cp.ReductionKernel(
-    "T x, T w", "T y", "(double)(x * w)", "a + b", "y = (T)a;", "0", "dnnpy_act_halt_logits",
+    "T x, T w", "T y", "(double)(x * w)", "a + b", "y = (T)a", "0", "dnnpy_act_halt_logits",
     reduce_type="double", options=("--fmad=false",))
 
 # one ACT step per position; e and active feed the output update
