@@ -24,7 +24,7 @@ from __future__ import annotations
 from ..tensor import alias_tensor
 
 __all__ = ["write_alias", "read_alias", "expect_same", "check_fits", "write_multipliers",
-           "read_multipliers", "simple_serial", "version_only", "read_type_ints", "read_int_at_least",
+           "read_multipliers", "check_dense_views", "simple_serial", "version_only", "read_type_ints", "read_int_at_least",
            "assign_tensor"]
 
 
@@ -52,6 +52,18 @@ def check_fits(r, layer, params, *views):
         if a.size() and offset + a.size() > params.size():
             raise r.error(f"{layer}: the file's {name} shape {a.shape} at offset {offset} does not "
                           f"fit in its parameter tensor of {params.size()} values")
+
+
+def check_dense_views(r, layer, params, weights, biases, num_inputs, num_outputs, has_bias):
+    """fc_ / linear_: the file's weights ``(num_inputs, num_outputs)`` and (if any) biases
+    ``num_outputs`` must lie in, and agree with, the file's parameter tensor."""
+    if not params.size():
+        return
+    check_fits(r, layer, params, ("weights", weights, 0),
+               *((("biases", biases, weights.size()),) if has_bias else ()))
+    if weights.shape[:2] != (num_inputs, num_outputs) or (has_bias and biases.size() != num_outputs):
+        raise r.error(f"{layer}: the file's weights {weights.shape} and biases {biases.shape} do "
+                      f"not match num_inputs={num_inputs}, num_outputs={num_outputs}")
 
 
 def write_multipliers(w, layer):

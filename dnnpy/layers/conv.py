@@ -90,7 +90,7 @@ class _conv_base(computational_layer, with_multipliers):
             raise ValueError(f"{type(self).__name__}: the bias is disabled")
         return self.biases(self.params, self.filters.size())
 
-    def _allocate(self, filter_shape, k_in):
+    def _allocate(self, filter_shape):
         """Filters then biases in one flat tensor; Glorot init with dlib's fan, zero biases."""
         nf = self.num_filters_
         self.filters = alias_tensor(*filter_shape)
@@ -276,7 +276,7 @@ class con_(_conv_base):
         x = sub.get_output()
         nr = self._nr or x.nr()
         nc = self._nc or x.nc()
-        self._allocate((self.num_filters_, x.k(), nr, nc), x.k())
+        self._allocate((self.num_filters_, x.k(), nr, nc))
 
     def forward(self, sub, output):
         x = sub.get_output()
@@ -327,7 +327,7 @@ class cont_(_conv_base):
 
     def setup(self, sub):
         x = sub.get_output()
-        self._allocate((x.k(), self.num_filters_, self._nr, self._nc), x.k())
+        self._allocate((x.k(), self.num_filters_, self._nr, self._nc))
 
     def forward(self, sub, output):
         x = sub.get_output()

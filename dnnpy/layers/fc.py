@@ -9,7 +9,7 @@ from __future__ import annotations
 from .. import tensor_tools as tt
 from ..tensor import alias_tensor
 from ..templates import layer_template
-from ._serial import check_fits, read_alias, read_multipliers, write_alias, write_multipliers
+from ._serial import check_dense_views, read_alias, read_multipliers, write_alias, write_multipliers
 from .base import check_int, computational_layer, fmt, randomize_parameters, with_multipliers
 
 __all__ = ["fc_", "fc", "fc_no_bias", "FC_HAS_BIAS", "FC_NO_BIAS"]
@@ -130,13 +130,8 @@ class fc_(computational_layer, with_multipliers):
             self.use_bias = r.bool("fc_ use_bias")
         self.num_outputs, self.num_inputs = num_outputs, num_inputs
         self.weights, self.biases = weights, biases
-        if self.params.size():
-            check_fits(r, "fc_", self.params, ("weights", weights, 0),
-                       *((("biases", biases, weights.size()),) if self._has_bias() else ()))
-            if weights.shape[:2] != (num_inputs, num_outputs) or (
-                    self._has_bias() and biases.size() != num_outputs):
-                raise r.error(f"fc_: the file's weights {weights.shape} and biases {biases.shape} do "
-                              f"not match num_inputs={num_inputs}, num_outputs={num_outputs}")
+        check_dense_views(r, "fc_", self.params, weights, biases, num_inputs, num_outputs,
+                          self._has_bias())
 
     def __repr__(self):
         if self.bias_mode == FC_HAS_BIAS:

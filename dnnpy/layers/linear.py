@@ -14,7 +14,7 @@ from .. import tensor_tools as tt
 from ..tensor import alias_tensor
 from ..templates import layer_template
 from ..printing import xml_matrix
-from ._serial import check_fits, read_alias, write_alias
+from ._serial import check_dense_views, read_alias, write_alias
 from .base import check_int, computational_layer, fmt, randomize_parameters
 
 __all__ = ["linear_", "linear", "linear_no_bias", "LINEAR_HAS_BIAS", "LINEAR_NO_BIAS"]
@@ -143,13 +143,8 @@ class linear_(computational_layer):
         self.learning_rate_multiplier = r.float64("linear_ learning_rate_multiplier")
         self.num_outputs, self.num_inputs = num_outputs, num_inputs
         self.weights, self.biases = weights, biases
-        if self.params.size():
-            check_fits(r, "linear_", self.params, ("weights", weights, 0),
-                       *((("biases", biases, weights.size()),) if self._has_bias() else ()))
-            if weights.shape[:2] != (num_inputs, num_outputs) or (
-                    self._has_bias() and biases.size() != num_outputs):
-                raise r.error(f"linear_: the file's weights {weights.shape} and biases {biases.shape} "
-                              f"do not match num_inputs={num_inputs}, num_outputs={num_outputs}")
+        check_dense_views(r, "linear_", self.params, weights, biases, num_inputs, num_outputs,
+                          self._has_bias())
 
     def __repr__(self):
         bias = "true" if self._has_bias() else "false"

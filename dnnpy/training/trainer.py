@@ -290,7 +290,7 @@ class dnn_trainer(sync_and_guard):
     # ------------------------------------------------------------------------------------
     # training
 
-    def _check_batch(self, what, data, labels, allow_empty=False):
+    def _check_batch(self, what, data, labels):
         if self._unsupervised and labels is not None:
             raise ValueError(f"{_NAME}.{what}: {type(self._net.loss_details()).__name__} is an "
                              f"unsupervised loss; call {what}(data) without labels")
