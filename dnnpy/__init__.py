@@ -16,7 +16,7 @@ by ``dnnpy.test_layer``.
 
 from . import tensor_tools
 from .core import (add_layer, add_loss_layer, add_skip_layer, add_tag_layer, input_layer, layer,
-                   repeat_layer)
+                   net_layers, repeat_layer)
 from .errors import SerializationError
 from .datasets import load_mnist_dataset
 from .solvers import adam, make_solvers, sgd
@@ -30,9 +30,11 @@ from .loss import *  # noqa: F401,F403
 from .loss import __all__ as _loss_all
 from .visitors import *  # noqa: F401,F403
 from .visitors import __all__ as _visitors_all
-from .templates import (NetType, SUBNET, layer_template, loss_template, net_type_from_string, repeat,
+from .parsing import net_type_from_string
+from .templates import (NetType, SUBNET, layer_template, loss_template, repeat,
                         skip_templates, tag_templates)
-from .tensor import alias_tensor, have_same_dimensions, resizable_tensor, tensor
+from .tensor import (StaleTensorError, alias_tensor, have_same_dimensions, read_only_view,
+                     resizable_tensor, tensor)
 from .tensor_tools import backend_info, force_cpu, use_cuda
 from .testing import layer_test_results, test_layer
 from .testing_loss import loss_test_results, test_loss
@@ -48,7 +50,8 @@ skip1, skip2, skip3, skip4, skip5, skip6, skip7, skip8, skip9, skip10 = skip_tem
 __version__ = "0.1.0"
 
 __all__ = [
-    "tensor", "resizable_tensor", "alias_tensor", "have_same_dimensions", "tensor_tools",
+    "tensor", "resizable_tensor", "alias_tensor", "read_only_view", "StaleTensorError",
+    "have_same_dimensions", "tensor_tools", "net_layers",
     "add_layer", "add_loss_layer", "add_tag_layer", "add_skip_layer", "repeat_layer", "layer",
     "input_layer", "repeat", "SUBNET", "NetType", "net_type_from_string", "layer_template",
     "loss_template",

@@ -108,7 +108,7 @@ def _info(args, out):
     from .core import _node
     from .errors import SerializationError
     from .serialization.files import MAGIC, _read_source, deserialize, load
-    from .templates import net_type_from_string
+    from .parsing import net_type_from_string
     from .visitors import count_parameters
 
     data, _ = _read_source(args.file)

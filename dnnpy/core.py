@@ -1,15 +1,23 @@
 """Network composition: dlib's ``add_layer``, ``add_tag_layer``, ``add_skip_layer``,
-``repeat`` and ``add_loss_layer``, plus ``layer(net, i | template)``.
+``repeat`` and ``add_loss_layer``, plus ``layer(net, i | template)`` and ``net_layers``.
 
-A net is a chain of nodes, top (output) first; every chain ends in an ``_input_node``
+A net is a chain of nodes, top (output) first; every chain ends in an ``input_node``
 holding the input layer, the input tensor ``x`` and the gradient with respect to it.
-Nodes share one protocol: ``forward(x)``, ``back_propagate_error(x, gradient_input=None,
-zero_grads=True)``, public ``get_output()`` / ``get_gradient_input()``, and the private
-getters an in-place layer uses to work on its subnet's tensors.
 
-Gradient buffers are zero-filled lazily: a node's gradient input is marked stale by
-``forward`` (and by ``back_propagate_error`` when ``zero_grads``) and zeroed at its next
-access, so layers can always ADD into their subnet's gradient (dlib core.h's scheme).
+Two faces per node:
+
+* the public one, for users, visitors and serialization: ``forward(x)``, ``__call__``,
+  ``back_propagate_error``, the getters, ``subnet_node()`` (the node below) and, on
+  ``add_layer`` and ``input_node``, ``wrapper_state()`` / ``set_wrapper_state()`` (the
+  bookkeeping dlib's files hold). Public calls check their arguments, name the layer
+  (``layer<i>``) in any error raised inside a layer, and hand out read-only views that
+  refuse to be read once a later pass overwrote them (``tensor.read_only_view``);
+* the private recursion, ``_forward`` / ``_backward``, and the private getters an
+  in-place layer uses to work on its subnet's tensors.
+
+Gradient buffers are zero-filled lazily: a node's gradient input is marked stale by a
+forward (and by a backward when ``zero_grads``) and zeroed at its next access, so layers
+can always ADD into their subnet's gradient (dlib core.h's scheme).
 
 In place: a layer with ``forward_inplace`` runs in place iff the node below does not
 need its own output for its backward pass (``backward_needs_output``); tags, skips and the
@@ -20,11 +28,17 @@ the layer has overwritten).
 
 from __future__ import annotations
 
-from .tensor import resizable_tensor, tensor
+import contextlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from .tensor import read_only_view, resizable_tensor, tensor
 from . import tensor_tools as tt
 
 __all__ = ["add_layer", "add_tag_layer", "add_skip_layer", "add_loss_layer", "repeat_layer",
-           "layer", "input_layer"]
+           "input_node", "net_node", "subnet_wrapper", "layer", "input_layer", "net_layers",
+           "computational_nodes", "wrapper_state"]
 
 
 def _tensor_to_str(t, min_length):
@@ -39,65 +53,222 @@ def _tensor_to_str(t, min_length):
     return s + "\t"
 
 
-class _node:
+# ----------------------------------------------------------------------------------------
+# errors raised inside a layer name it: the failing node marks the exception, the public
+# call the user made turns the mark into "layer<i> ...", counted from the net it was made on
+
+def _blame(e, node, phase, shape):
+    if getattr(e, "_dnnpy_blame", None) is None:
+        try:
+            e._dnnpy_blame = (node, phase, shape)
+        except AttributeError:  # an exception type without a __dict__: left as it is
+            pass
+
+
+def _renamed(e, message):
+    """``e`` with ``message``, as the same exception type when it can carry one."""
+    try:
+        new = type(e)(message)
+        if str(new) != message:
+            raise TypeError
+    except Exception:  # noqa: BLE001 - exception types with other constructors
+        new = RuntimeError(message)
+    new._dnnpy_named = True
+    return new.with_traceback(e.__traceback__)
+
+
+@contextlib.contextmanager
+def _naming_layers(top):
+    try:
+        yield
+    except Exception as e:
+        blame = getattr(e, "_dnnpy_blame", None)
+        if blame is None or getattr(e, "_dnnpy_named", False):
+            raise
+        node, phase, shape = blame
+        index = next((i for i, n in enumerate(net_layers(top)) if n is node), None)
+        where = f"layer<{index}>" if index is not None else "a layer"
+        what = f" with {'input' if phase != 'backward' else 'gradient input'}{shape}" if shape else ""
+        raise _renamed(e, f"{where} {node._name()} ({phase}{what}): {e}") from None
+
+
+def _check_solvers(solvers, count):
+    if not isinstance(solvers, (list, tuple)):
+        raise TypeError(f"update_parameters: solvers must be a list with one solver per computational "
+                        f"layer ({count} here; dnnpy.make_solvers(net, solver) builds it), got "
+                        f"{type(solvers).__name__}")
+    if len(solvers) != count:
+        raise ValueError(f"update_parameters: the net has {count} computational layers "
+                         f"but {len(solvers)} solvers were given")
+
+
+def _as_gradient(g, want, who):
+    """A gradient argument as a tensor of the shape ``want`` (numpy arrays are accepted)."""
+    if not isinstance(g, tensor):
+        a = np.asarray(g)
+        if a.shape != tuple(want):
+            raise ValueError(f"{who}: the gradient has shape {a.shape}; expected the net's output "
+                             f"shape {tuple(want)}")
+        g = resizable_tensor(*a.shape)
+        g.assign(a)
+    elif g.shape != tuple(want):
+        raise ValueError(f"{who}: the gradient has shape {g.shape}; expected the net's output "
+                         f"shape {tuple(want)}")
+    return g
+
+
+def _as_input_tensor(x, who):
+    """``forward``'s argument: a dnnpy tensor, or a 4-D numpy array (copied into one)."""
+    if isinstance(x, tensor):
+        return x
+    if isinstance(x, np.ndarray) and x.ndim == 4 and x.dtype.kind in "fiu":
+        t = resizable_tensor(*x.shape)
+        t.assign(x)
+        return t
+    raise TypeError(f"{who} expects the input TENSOR, a dnnpy tensor or a 4-D numpy array "
+                    f"(num_samples, k, nr, nc); got {type(x).__name__}"
+                    f"{getattr(x, 'shape', '')}. To run a batch of input objects use net(batch), "
+                    f"or net.to_tensor(batch) then forward")
+
+
+def _split(batch, batch_size):
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+    n = len(batch)
+    return [batch[i:i + batch_size] for i in range(0, n, batch_size)]
+
+
+class net_node:
     """What every network node shares."""
 
     _template = None     # the bracket template that built this node (for layer(net, relu))
     net_type = None      # the NetType this node is the top of (set by templates)
 
+    # -- structure -----------------------------------------------------------------------
     def subnet(self):
         """The node below; for the bottom layer, the input layer object (as in dlib)."""
         s = self._subnet
-        return s._input_layer if isinstance(s, _input_node) else s
+        return s._input_layer if isinstance(s, input_node) else s
+
+    def subnet_node(self):
+        """The node directly below, ending in the ``input_node`` (unlike ``subnet()``, which
+        gives the input layer object at the bottom, as dlib does)."""
+        return self._subnet
 
     def input_layer(self):
+        """The input layer object at the bottom of the net."""
         return self._subnet.input_layer()
 
     def sample_expansion_factor(self) -> int:
+        """Samples in the input tensor per input object (set by ``to_tensor``; 0 before)."""
         return self._subnet.sample_expansion_factor()
 
-    def get_final_data_gradient(self) -> tensor:
-        """Gradient of the last ``back_propagate_error`` with respect to the network input."""
-        return self._subnet.get_final_data_gradient()
+    def num_layers(self) -> int:
+        """Layers in the net, this one and the input layer included (dlib's ``num_layers``)."""
+        return 1 + self._subnet.num_layers()
 
+    def num_computational_layers(self) -> int:
+        """``add_layer`` nodes in the net (dlib's ``num_computational_layers``)."""
+        return self._subnet.num_computational_layers()
+
+    def __len__(self):
+        return self.num_layers()
+
+    def __getitem__(self, i):
+        """``net[i]`` is ``layer(net, i)``."""
+        return layer(self, i)
+
+    def __iter__(self):
+        """The layers, top first, the input layer last (``net_layers(net)``)."""
+        return iter(net_layers(self))
+
+    # -- running -------------------------------------------------------------------------
     def to_tensor(self, batch, data=None) -> resizable_tensor:
         """Convert a batch of input objects into a tensor (the input layer's ``to_tensor``)."""
         return self._subnet.to_tensor(batch, data)
 
-    def __call__(self, batch) -> tensor:
-        """``forward(to_tensor(batch))``."""
-        return self.forward(self.to_tensor(batch))
+    def forward(self, x) -> tensor:
+        """Run the net on the input tensor ``x`` (a dnnpy tensor or a 4-D numpy array);
+        returns this node's output as a ``read_only_view`` (valid until the next pass;
+        ``.numpy()`` copies it)."""
+        x = _as_input_tensor(x, "forward")
+        with _naming_layers(self):
+            self._forward(x)
+        return read_only_view(self._private_get_output(), f"the output of {self._name()}")
+
+    def __call__(self, batch, batch_size=None) -> np.ndarray:
+        """Forward a batch of input objects (a list, or a stacked array); returns the output
+        as a NEW numpy array ``(num_samples, k, nr, nc)``. With ``batch_size``, runs the
+        batch in pieces of that many objects (memory stays bounded) and concatenates."""
+        pieces = [batch] if batch_size is None else _split(batch, batch_size)
+        outs = []
+        for piece in pieces:
+            x = self.to_tensor(piece, getattr(self, "_batch_tensor", None))
+            self._batch_tensor = x
+            with _naming_layers(self):
+                self._forward(x)
+            outs.append(self._private_get_output().numpy())
+        return outs[0] if len(outs) == 1 else np.concatenate(outs, axis=0)
+
+    def back_propagate_error(self, x, gradient_input=None, zero_grads=True):
+        """Backpropagate ``gradient_input`` (default: this node's own gradient input, as a
+        loss writes it) through the net, computing every layer's parameter gradient and the
+        gradient with respect to the input. ``x`` is the tensor given to the last
+        ``forward``; ``gradient_input`` a tensor or numpy array of the output's shape."""
+        self._check_backward(x)
+        if gradient_input is not None:
+            gradient_input = _as_gradient(gradient_input, self._private_get_output().shape,
+                                          "back_propagate_error")
+        with _naming_layers(self):
+            self._backward(x, gradient_input, zero_grads)
+
+    def _check_backward(self, x):
+        fed = self.input_node().get_output()
+        if fed is None:
+            raise RuntimeError("back_propagate_error: run forward(x) (or compute_loss) first")
+        if x is not fed and getattr(x, "shape", None) != fed.shape:
+            got = getattr(x, "shape", type(x).__name__)
+            raise ValueError(f"back_propagate_error: x must be the input tensor of the last forward "
+                             f"(shape {fed.shape}), got {got}")
+
+    def input_node(self):
+        """The ``input_node`` at the bottom of this chain."""
+        return self._subnet.input_node()
+
+    def get_final_data_gradient(self) -> tensor:
+        """Gradient of the last ``back_propagate_error`` with respect to the network input
+        (a ``read_only_view``, valid until the next backward pass)."""
+        return self._subnet.get_final_data_gradient()
 
     def set_gradient_inputs_to_zero(self):
+        """Mark every gradient input of the net stale (zeroed at its next use)."""
         self._subnet.set_gradient_inputs_to_zero()
 
     def clean(self):
+        """Free cached outputs and gradients (outputs are recomputed by the next forward)."""
         self._subnet.clean()
 
     def update_parameters(self, solvers, learning_rate):
         """Apply one solver step to every computational layer (dlib's ``update_parameters``).
 
-        ``solvers``: one solver per computational layer, index 0 nearest the output (see
-        ``dnnpy.make_solvers``). Layers with no parameter gradient or a zero learning-rate
-        multiplier are skipped. Requires ``0 < learning_rate``.
+        ``solvers``: a list with one solver per computational layer, index 0 nearest the
+        output (``dnnpy.make_solvers(net, solver)`` builds it). Layers with no parameter
+        gradient or a zero learning-rate multiplier are skipped. Requires ``0 < learning_rate``.
         """
-        from .layers.base import get_learning_rate_multiplier
-        from .visitors.walk import net_layers
-
         if not learning_rate > 0:
             raise ValueError(f"update_parameters: learning_rate must be > 0, got {learning_rate}")
-        layers = [n for n in net_layers(self) if isinstance(n, add_layer)]
-        if len(solvers) != len(layers):
-            raise ValueError(f"update_parameters: the net has {len(layers)} computational layers "
-                             f"but {len(solvers)} solvers were given")
-        for node, solver in zip(layers, solvers):
-            grad = node._params_grad
-            if grad.size() != 0 and get_learning_rate_multiplier(node._details) != 0:
-                step = solver(learning_rate, node._details, grad)
-                params = node._details.get_layer_params()
-                tt.add(1, params, 1, step)
+        nodes = computational_nodes(self)
+        _check_solvers(solvers, len(nodes))
+        for node, solver in zip(nodes, solvers):
+            grad, details = node._params_grad, node._details
+            lr_mult = getattr(details, "get_learning_rate_multiplier", None)
+            if grad.size() != 0 and (lr_mult is None or lr_mult() != 0):
+                step = solver(learning_rate, details, grad)
+                tt.add(1, details.get_layer_params(), 1, step)
 
     def get_parameter_gradient(self) -> tensor:
+        """This layer's parameter gradient from the last backward pass (empty for nodes
+        without parameters)."""
         return _EMPTY
 
     def _requires_forward_output(self):
@@ -107,12 +278,6 @@ class _node:
     def _find(self, match):
         """The first node from here down (self included) for which ``match`` is true."""
         return self if match(self) else self._subnet._find(match)
-
-    def num_layers(self) -> int:
-        return 1 + self._subnet.num_layers()
-
-    def num_computational_layers(self) -> int:
-        return self._subnet.num_computational_layers()
 
     def _print(self, lines, idx, min_length):
         """dlib's ``print``: this node's line, then the nodes below it."""
@@ -128,11 +293,15 @@ class _node:
     def __repr__(self):
         return f"<net {self.net_type!r}>" if self.net_type is not None else object.__repr__(self)
 
+    def _name(self):
+        """A short name for messages: the layer class, or tagN/skipN."""
+        return self._label()
+
 
 _EMPTY = resizable_tensor()
 
 
-class _subnet_wrapper:
+class subnet_wrapper:
     """What a layer's ``setup/forward/backward`` see as ``sub``: the node below, with its
     private getters (an in-place layer may have disabled the public ones) at this first
     level only, as dlib's ``subnet_wrapper``."""
@@ -160,12 +329,30 @@ class _subnet_wrapper:
     def sample_expansion_factor(self) -> int:
         return self._node.sample_expansion_factor()
 
+    def node(self):
+        """The node this wrapper stands for."""
+        return self._node
+
     def _find(self, match):
         return self._node._find(match)
 
 
-class _input_node(_node):
-    """Bottom of every chain: the input layer, the current input ``x`` and ``grad_final``."""
+@dataclass
+class wrapper_state:
+    """The bookkeeping dlib's files hold for an ``add_layer`` (and, for the fields that
+    apply, for the input it sits on): see ``dnnpy/serialization/net.py``."""
+
+    setup_called: bool = False
+    gradient_input_is_stale: bool = True
+    getters_disabled: bool = False
+    x_grad: resizable_tensor = None
+    cached_output: resizable_tensor = None
+    params_grad: resizable_tensor = None
+
+
+class input_node(net_node):
+    """Bottom of every chain: the input layer, the current input ``x`` and ``grad_final``
+    (the gradient with respect to ``x``)."""
 
     def __init__(self, input_layer):
         self._input_layer = input_layer
@@ -177,6 +364,16 @@ class _input_node(_node):
     def input_layer(self):
         return self._input_layer
 
+    def set_input_layer(self, input_layer):
+        """Replace the input layer object (copy_net_as, reading a file)."""
+        self._input_layer = input_layer
+
+    def input_node(self):
+        return self
+
+    def subnet_node(self):
+        return None
+
     def sample_expansion_factor(self) -> int:
         return self._sample_expansion_factor
 
@@ -186,18 +383,28 @@ class _input_node(_node):
     def num_computational_layers(self) -> int:
         return 0
 
+    def input_state(self):
+        """``(x, grad_final, gradient_is_stale, sample_expansion_factor)``."""
+        return self._x, self.grad_final, self._grad_stale, self._sample_expansion_factor
+
+    def set_input_state(self, x, grad_final, gradient_is_stale, sample_expansion_factor):
+        self._x = x
+        self.grad_final = grad_final
+        self._grad_stale = bool(gradient_is_stale)
+        self._sample_expansion_factor = int(sample_expansion_factor)
+
     def to_tensor(self, batch, data=None):
         data = resizable_tensor() if data is None else data
         items = list(batch) if not hasattr(batch, "shape") else batch
-        count = len(items)
         self._input_layer.to_tensor(items, data)
+        count = len(items)
         if count == 0 or data.num_samples() % count != 0:
             raise ValueError(f"{self._input_layer!r}.to_tensor produced {data.num_samples()} samples "
                              f"for {count} inputs; expected a positive multiple")
         self._sample_expansion_factor = data.num_samples() // count
         return data
 
-    def forward(self, x):
+    def _forward(self, x):
         if not isinstance(x, tensor):
             raise TypeError(f"forward expects a dnnpy tensor (use net.to_tensor(batch) or net(batch)), "
                             f"got {type(x).__name__}")
@@ -207,7 +414,6 @@ class _input_node(_node):
                              f"of the sample expansion factor {sef}")
         self._x = x
         self._grad_stale = True
-        return x
 
     def get_output(self):
         return self._x
@@ -224,9 +430,9 @@ class _input_node(_node):
     get_gradient_input = _private_get_gradient_input
 
     def get_final_data_gradient(self):
-        return self.grad_final
+        return read_only_view(self.grad_final, "the data gradient (get_final_data_gradient)")
 
-    def back_propagate_error(self, x, gradient_input=None, zero_grads=True):
+    def _backward(self, x, gradient_input=None, zero_grads=True):
         if gradient_input is not None:
             tt.add(1, self._private_get_gradient_input(), 1, gradient_input)
         # dlib zeroes grad_final at the start of every backward pass, whatever zero_grads says
@@ -250,7 +456,12 @@ class _input_node(_node):
         lines.append(f"layer<{idx}>\t{self._input_layer!r}")
 
 
-class add_layer(_node):
+_input_node = input_node   # the names other modules used before the public node API
+_node = net_node
+_subnet_wrapper = subnet_wrapper
+
+
+class add_layer(net_node):
     """One computational layer (``details``) stacked on ``subnet``."""
 
     def __init__(self, details, subnet):
@@ -262,7 +473,7 @@ class add_layer(_node):
         self._x_grad = resizable_tensor()
         self._cached_output = resizable_tensor()
         self._params_grad = resizable_tensor()
-        self._wsub = _subnet_wrapper(subnet)
+        self._wsub = subnet_wrapper(subnet)
         self._inplace_capable = hasattr(details, "forward_inplace")
         self._needs_output = bool(getattr(details, "backward_needs_output", False))
         self._inplace = self._inplace_capable and not subnet._requires_forward_output()
@@ -271,10 +482,32 @@ class add_layer(_node):
 
     # -- structure -----------------------------------------------------------------------
     def layer_details(self):
+        """The layer object (dlib's ``layer_details()``)."""
         return self._details
+
+    def set_layer_details(self, details, setup_called=None):
+        """Replace the layer object by one of the same kind (``copy_net_as``, reading files);
+        ``setup_called`` says whether its parameters are already set up."""
+        self._details = details
+        if setup_called is not None:
+            self._setup_called = bool(setup_called)
 
     def num_computational_layers(self) -> int:
         return 1 + self._subnet.num_computational_layers()
+
+    def wrapper_state(self) -> wrapper_state:
+        """The add_layer's own bookkeeping (what dlib writes beside the details)."""
+        return wrapper_state(self._setup_called, self._gradient_input_is_stale,
+                             self._getters_disabled, self._x_grad, self._cached_output,
+                             self._params_grad)
+
+    def set_wrapper_state(self, state: wrapper_state):
+        self._setup_called = bool(state.setup_called)
+        self._gradient_input_is_stale = bool(state.gradient_input_is_stale)
+        self._getters_disabled = bool(state.getters_disabled)
+        self._x_grad = state.x_grad
+        self._cached_output = state.cached_output
+        self._params_grad = state.params_grad
 
     def _requires_forward_output(self):
         return self._needs_output
@@ -302,51 +535,71 @@ class add_layer(_node):
                 f"stacked on top of it ({self._details!r})")
 
     def get_output(self) -> tensor:
+        """The output of the last forward pass, as a ``read_only_view`` (valid until the next
+        pass writes it; ``.numpy()`` copies)."""
         self._check_getters("get_output")
-        return self._private_get_output()
+        return read_only_view(self._private_get_output(), f"the output of {self._name()}")
 
     def get_gradient_input(self) -> tensor:
+        """The gradient with respect to this layer's output: writable, ADD into it to
+        backpropagate your own gradient (as in dlib); zeroed lazily by each pass."""
         self._check_getters("get_gradient_input")
         return self._private_get_gradient_input()
 
     def get_parameter_gradient(self) -> tensor:
-        return self._params_grad
+        """The gradient of the parameters from the last backward pass, as a
+        ``read_only_view`` (valid until the next backward pass; ``.numpy()`` copies)."""
+        return read_only_view(self._params_grad, f"the parameter gradient of {self._name()}")
 
     # -- computation ---------------------------------------------------------------------
-    def forward(self, x) -> tensor:
-        self._subnet.forward(x)
-        if not self._setup_called:
-            self._details.setup(self._wsub)
-            self._setup_called = True
-        if self._inplace:
-            out = self._subnet._private_get_output()
-            self._details.forward_inplace(out, out)
-        elif self._inplace_capable:
-            src = self._subnet._private_get_output()
-            self._cached_output.copy_size(src)
-            self._details.forward_inplace(src, self._cached_output)
-        else:
-            self._details.forward(self._wsub, self._cached_output)
+    def _forward(self, x):
+        self._subnet._forward(x)
+        d = self._details
+        phase = "setup"
+        try:
+            if not self._setup_called:
+                d.setup(self._wsub)
+                self._setup_called = True
+            phase = "forward"
+            if self._inplace:
+                out = self._subnet._private_get_output()
+                d.forward_inplace(out, out)
+            elif self._inplace_capable:
+                src = self._subnet._private_get_output()
+                self._cached_output.copy_size(src)
+                d.forward_inplace(src, self._cached_output)
+            else:
+                d.forward(self._wsub, self._cached_output)
+        except Exception as e:
+            _blame(e, self, phase, self._input_shape())
+            raise
         self._gradient_input_is_stale = True
-        return self._private_get_output()
 
-    def back_propagate_error(self, x, gradient_input=None, zero_grads=True):
-        """Backpropagate ``gradient_input`` (default: this layer's own gradient input)
-        through the whole net below, computing every layer's parameter gradient."""
+    def _input_shape(self):
+        try:
+            return self._subnet._private_get_output().shape
+        except Exception:  # noqa: BLE001 - only for the message
+            return None
+
+    def _backward(self, x, gradient_input=None, zero_grads=True):
         gi = self._private_get_gradient_input() if gradient_input is None else gradient_input
         d = self._details
-        self._params_grad.copy_size(d.get_layer_params())
-        if self._inplace_capable:
-            data_grad = self._wsub.get_gradient_input()
-            if self._needs_output:
-                d.backward_inplace(self._private_get_output(), gi, data_grad, self._params_grad)
+        try:
+            self._params_grad.copy_size(d.get_layer_params())
+            if self._inplace_capable:
+                data_grad = self._wsub.get_gradient_input()
+                if self._needs_output:
+                    d.backward_inplace(self._private_get_output(), gi, data_grad, self._params_grad)
+                else:
+                    d.backward_inplace(gi, data_grad, self._params_grad)
+            elif self._needs_output:
+                d.backward(self._private_get_output(), gi, self._wsub, self._params_grad)
             else:
-                d.backward_inplace(gi, data_grad, self._params_grad)
-        elif self._needs_output:
-            d.backward(self._private_get_output(), gi, self._wsub, self._params_grad)
-        else:
-            d.backward(gi, self._wsub, self._params_grad)
-        self._subnet.back_propagate_error(x, zero_grads=zero_grads)
+                d.backward(gi, self._wsub, self._params_grad)
+        except Exception as e:
+            _blame(e, self, "backward", gi.shape)
+            raise
+        self._subnet._backward(x, zero_grads=zero_grads)
         self._gradient_input_is_stale = zero_grads
 
     def set_gradient_inputs_to_zero(self):
@@ -367,8 +620,11 @@ class add_layer(_node):
     def _label(self):
         return repr(self._details)
 
+    def _name(self):
+        return type(self._details).__name__
 
-class _marker_node(_node):
+
+class _marker_node(net_node):
     """Tags and skips: no layer of their own, printed as ``tagN`` / ``skipN``."""
 
     kind = ""
@@ -386,8 +642,8 @@ class add_tag_layer(_marker_node):
 
     kind = "tag"
 
-    def forward(self, x):
-        return self._subnet.forward(x)
+    def _forward(self, x):
+        self._subnet._forward(x)
 
     def get_output(self):
         return self._subnet.get_output()
@@ -401,8 +657,8 @@ class add_tag_layer(_marker_node):
     def _private_get_gradient_input(self):
         return self._subnet._private_get_gradient_input()
 
-    def back_propagate_error(self, x, gradient_input=None, zero_grads=True):
-        self._subnet.back_propagate_error(x, gradient_input, zero_grads)
+    def _backward(self, x, gradient_input=None, zero_grads=True):
+        self._subnet._backward(x, gradient_input, zero_grads)
 
 
 class add_skip_layer(_marker_node):
@@ -411,32 +667,39 @@ class add_skip_layer(_marker_node):
 
     kind = "skip"
 
-    def _tagged(self):
-        found = self._subnet._find(lambda n: isinstance(n, add_tag_layer) and n.id == self.id)
+    def is_my_tag(self, node) -> bool:
+        """Whether ``node`` is the tag this skip reads (subclasses change the rule)."""
+        return isinstance(node, add_tag_layer) and node.id == self.id
+
+    def tagged_node(self):
+        """The nearest node below for which ``is_my_tag`` holds."""
+        found = self._subnet._find(self.is_my_tag)
         if found is None:
-            raise ValueError(f"skip{self.id}: there is no tag{self.id} below this layer")
+            raise ValueError(f"{self._label()}: there is no tag{self.id} below this layer")
         return found
 
-    def forward(self, x):
-        self._subnet.forward(x)
-        return self.get_output()
+    def _forward(self, x):
+        self._subnet._forward(x)
 
     def get_output(self):
-        return self._tagged().get_output()
+        return self.tagged_node().get_output()
 
     def get_gradient_input(self):
-        return self._tagged().get_gradient_input()
+        return self.tagged_node().get_gradient_input()
 
-    _private_get_output = get_output
-    _private_get_gradient_input = get_gradient_input
+    def _private_get_output(self):
+        return self.tagged_node()._private_get_output()
 
-    def back_propagate_error(self, x, gradient_input=None, zero_grads=True):
+    def _private_get_gradient_input(self):
+        return self.tagged_node()._private_get_gradient_input()
+
+    def _backward(self, x, gradient_input=None, zero_grads=True):
         if gradient_input is not None:
-            tt.add(1, self.get_gradient_input(), 1, gradient_input)
-        self._subnet.back_propagate_error(x, zero_grads=zero_grads)
+            tt.add(1, self._private_get_gradient_input(), 1, gradient_input)
+        self._subnet._backward(x, zero_grads=zero_grads)
 
 
-class repeat_layer(_node):
+class repeat_layer(net_node):
     """``repeat[N, block, SUBNET]``: N copies of ``block`` stacked on ``subnet``.
 
     ``copies[0]`` is nearest the output. Each copy is a full net whose bottom is an input
@@ -466,11 +729,12 @@ class repeat_layer(_node):
         return (len(self.copies) * self.copies[0].num_computational_layers()
                 + self._subnet.num_computational_layers())
 
-    def forward(self, x):
-        out = self._subnet.forward(x)
+    def _forward(self, x):
+        self._subnet._forward(x)
+        out = self._subnet._private_get_output()
         for block in reversed(self.copies):
-            out = block.forward(out)
-        return self._private_get_output()
+            block._forward(out)
+            out = block._private_get_output()
 
     def get_output(self):
         return self.copies[0].get_output()
@@ -484,14 +748,14 @@ class repeat_layer(_node):
     def _private_get_gradient_input(self):
         return self.copies[0]._private_get_gradient_input()
 
-    def back_propagate_error(self, x, gradient_input=None, zero_grads=True):
+    def _backward(self, x, gradient_input=None, zero_grads=True):
         copies = self.copies
-        below = [c.get_output() for c in copies[1:]] + [self._subnet.get_output()]
+        below = [c._private_get_output() for c in copies[1:]] + [self._subnet._private_get_output()]
         gi = gradient_input
         for block, block_input in zip(copies, below):
-            block.back_propagate_error(block_input, gi, zero_grads)
-            gi = block.get_final_data_gradient()
-        self._subnet.back_propagate_error(x, gi, zero_grads)
+            block._backward(block_input, gi, zero_grads)
+            gi = block.input_node().grad_final
+        self._subnet._backward(x, gi, zero_grads)
 
     def _requires_forward_output(self):
         return self.copies[0]._requires_forward_output()
@@ -525,6 +789,9 @@ class repeat_layer(_node):
             idx += per
         self._subnet._print(lines, idx, min_length)
 
+    def _label(self):
+        return f"repeat({len(self.copies)})"
+
     def _layer(self, i):
         per = self.layers_in_each_group()
         if i < per * len(self.copies):
@@ -532,59 +799,115 @@ class repeat_layer(_node):
         return layer(self._subnet, i - per * len(self.copies))
 
 
-class add_loss_layer(_node):
+class add_loss_layer(net_node):
     """A loss on top of a net: ``net(batch)`` gives labels, ``compute_loss(batch, labels)``
     the loss, ``compute_parameter_gradients(batch, labels)`` loss and all gradients."""
 
     def __init__(self, loss_details, subnet):
         self._loss = loss_details
         self._subnet = subnet
-        self._wsub = _subnet_wrapper(subnet)
+        self._wsub = subnet_wrapper(subnet)
         self._temp = resizable_tensor()
 
     def loss_details(self):
+        """The loss object (dlib's ``loss_details()``)."""
         return self._loss
 
     def layer_details(self):
         return self._loss
 
-    def forward(self, x):
-        return self._subnet.forward(x)
+    def set_loss_details(self, loss):
+        """Replace the loss object by one of the same kind (``copy_net_as``, reading files)."""
+        self._loss = loss
+
+    def _label(self):
+        return repr(self._loss)
+
+    def _name(self):
+        return type(self._loss).__name__
+
+    def _forward(self, x):
+        self._subnet._forward(x)
 
     def get_output(self):
+        """The output of the net below the loss (a ``read_only_view``)."""
         return self._subnet.get_output()
+
+    def _private_get_output(self):
+        return self._subnet._private_get_output()
 
     def _as_tensor(self, batch_or_tensor):
         if isinstance(batch_or_tensor, tensor):
             return batch_or_tensor
         return self._subnet.to_tensor(batch_or_tensor, self._temp)
 
-    def __call__(self, batch, *args, **kwargs):
-        """Labels for a batch of inputs (or for an already converted tensor)."""
+    def _labels(self, batch, args, kwargs):
         x = self._as_tensor(batch)
-        self._subnet.forward(x)
-        return self._loss.to_label(x, self._wsub, *args, **kwargs)
+        with _naming_layers(self):
+            self._subnet._forward(x)
+            try:
+                return self._loss.to_label(x, self._wsub, *args, **kwargs)
+            except Exception as e:
+                if type(self._loss).__name__ not in str(e):
+                    _blame(e, self, "to_label", None)
+                raise
 
-    def process(self, batch, *args, **kwargs):
-        return self(batch, *args, **kwargs)
+    def __call__(self, batch, *args, batch_size=None, **kwargs):
+        """Labels for a batch of input objects (or for an already converted tensor), as
+        dlib's ``net(data, batch_size)``: one label per input object, in a new list. With
+        ``batch_size`` the batch runs in pieces of that many objects. Extra arguments go to
+        the loss's ``to_label`` (e.g. ``adjust_threshold`` for loss_mmod)."""
+        if batch_size is None or isinstance(batch, tensor):
+            return self._labels(batch, args, kwargs)
+        labels = []
+        for piece in _split(batch, batch_size):
+            labels.extend(self._labels(piece, args, kwargs))
+        return labels
+
+    def process(self, batch, *args, batch_size=None, **kwargs):
+        """dlib's ``process``/``process_batch``: ``net(batch, ...)`` with the extra arguments
+        passed to the loss's ``to_label``."""
+        return self(batch, *args, batch_size=batch_size, **kwargs)
+
+    def process_batch(self, data, batch_size, *args, **kwargs):
+        """dlib's ``process_batch(data, batch_size, args...)``."""
+        return self(data, *args, batch_size=batch_size, **kwargs)
+
+    def predict(self, batch, batch_size=128):
+        """``net(batch, batch_size=batch_size)``: labels for any number of input objects in
+        bounded memory (dlib's ``operator()(data, batch_size = 128)``)."""
+        return self(batch, batch_size=batch_size)
 
     def compute_loss(self, batch, labels=None) -> float:
-        """Forward, then the loss; ASSIGNS the top layer's gradient input."""
+        """Forward, then the loss; ASSIGNS the top layer's gradient input. ``labels`` is
+        None for unsupervised losses."""
         x = self._as_tensor(batch)
-        self._subnet.forward(x)
-        if labels is None:
-            return float(self._loss.compute_loss_value_and_gradient(x, self._wsub))
-        return float(self._loss.compute_loss_value_and_gradient(x, labels, self._wsub))
+        with _naming_layers(self):
+            self._subnet._forward(x)
+            return self._loss_value(x, labels)
+
+    def _loss_value(self, x, labels):
+        try:
+            if labels is None:
+                return float(self._loss.compute_loss_value_and_gradient(x, self._wsub))
+            return float(self._loss.compute_loss_value_and_gradient(x, labels, self._wsub))
+        except Exception as e:
+            if type(self._loss).__name__ not in str(e):  # label errors name the loss already
+                _blame(e, self, "loss", None)
+            raise
 
     def compute_parameter_gradients(self, batch, labels=None, zero_grads=True) -> float:
-        """``compute_loss`` then backpropagation; returns the loss."""
+        """``compute_loss`` then backpropagation; returns the loss. Every layer's
+        ``get_parameter_gradient()`` then holds its gradient."""
         x = self._as_tensor(batch)
-        loss = self.compute_loss(x, labels)
-        self._subnet.back_propagate_error(x, zero_grads=zero_grads)
+        with _naming_layers(self):
+            self._subnet._forward(x)
+            loss = self._loss_value(x, labels)
+            self._subnet._backward(x, zero_grads=zero_grads)
         return loss
 
-    def back_propagate_error(self, x, gradient_input=None, zero_grads=True):
-        self._subnet.back_propagate_error(x, gradient_input, zero_grads)
+    def _backward(self, x, gradient_input=None, zero_grads=True):
+        self._subnet._backward(x, gradient_input, zero_grads)
 
     def clean(self):
         self._temp.clear()
@@ -596,6 +919,36 @@ class add_loss_layer(_node):
 
 
 # ----------------------------------------------------------------------------------------
+# walking a net
+
+def net_layers(net) -> list:
+    """Every layer of ``net`` in dlib's index order: ``net_layers(net)[i]`` is ``layer<i>(net)``
+    (nodes, and the input layer object last). A ``repeat`` contributes the layers of its
+    copies (top copy first, each without its repeat-internal input)."""
+    if isinstance(net, subnet_wrapper):
+        net = net.node()
+    out = []
+    node = net
+    while True:
+        if isinstance(node, repeat_layer):
+            for copy in node.copies:
+                out.extend(net_layers(copy)[:-1])
+            node = node._subnet
+        elif isinstance(node, input_node):
+            out.append(node.input_layer())
+            return out
+        elif isinstance(node, net_node):
+            out.append(node)
+            node = node._subnet
+        else:  # an input layer object given directly, or a test_layer/test_loss stand-in
+            out.append(node)
+            return out
+
+
+def computational_nodes(net) -> list:
+    """The ``add_layer`` nodes of ``net``, top first (the order solvers are stored in)."""
+    return [n for n in net_layers(net) if isinstance(n, add_layer)]
+
 
 def layer(net, which, steps: int = 0):
     """dlib's ``layer<i>(net)`` and ``layer<T>(net)`` / ``layer<T, i>(net)``.
@@ -604,8 +957,8 @@ def layer(net, which, steps: int = 0):
     or a template (``tag1``, ``relu``, ...): the first layer from the top built by it,
     then ``steps`` more layers down.
     """
-    if isinstance(which, int):
-        return _layer_at(net, which + steps)
+    if isinstance(which, (int, np.integer)) and not isinstance(which, bool):
+        return _layer_at(net, int(which) + steps)
     found = net._find(lambda n: n._template is which)
     if found is None:
         raise ValueError(f"layer(net, {which!r}): no such layer in the net")
@@ -621,7 +974,7 @@ def _layer_at(net, i):
             return node._layer(left)
         step = getattr(node, "subnet", None)  # nets, the sub a layer sees, test_layer's fake
         if step is None:
-            raise ValueError(f"layer index {i} is past the input layer")
+            raise IndexError(f"layer index {i} is past the input layer")
         node = step()
         left -= 1
     if isinstance(node, repeat_layer):  # dlib: layer<0> of a repeat is its first copy

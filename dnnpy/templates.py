@@ -3,7 +3,8 @@
 A template's ``[...]`` takes its constructor arguments then the SUBNET (another net type
 or an input layer class) and returns a ``NetType``: cached (the same expression gives the
 same object), hashable, printable as its bracket expression, and callable to build a
-fresh net. ``net_type_from_string`` parses that expression back without ``eval``.
+fresh net. ``dnnpy.parsing.net_type_from_string`` parses that expression back without
+``eval``, from the registry of template names kept here.
 
 Templates defined here: ``tag1..tag10``, ``skip1..skip10``, ``repeat``; layer families
 define theirs with ``layer_template`` / ``loss_template`` and register them by name.
@@ -13,12 +14,14 @@ from __future__ import annotations
 
 import copy
 import numbers
-import re
 
 import numpy as np
 
-__all__ = ["NetType", "layer_template", "loss_template", "net_type_from_string", "SUBNET",
-           "repeat", "tag_templates", "skip_templates"]
+from .core import add_layer, add_loss_layer, add_skip_layer, add_tag_layer, input_node, repeat_layer
+from .inputs.base import input_layer
+
+__all__ = ["NetType", "layer_template", "loss_template", "SUBNET", "repeat", "tag_templates",
+           "skip_templates", "register_input", "registered", "is_input_type"]
 
 _REGISTRY = {}   # template name -> template, for the parser
 _INPUTS = {}     # input type expression -> input layer class, for the parser
@@ -36,18 +39,21 @@ def register_input(cls):
     return cls
 
 
-def _is_input_type(obj):
-    from .inputs.base import input_layer
+def registered():
+    """``(templates, inputs, input_templates)``: the name -> object tables the parser reads."""
+    return _REGISTRY, _INPUTS, _INPUT_TEMPLATES
 
+
+def is_input_type(obj):
     return isinstance(obj, type) and issubclass(obj, input_layer)
 
 
 def _type_expr(obj):
-    return obj.type_expr() if _is_input_type(obj) else repr(obj)
+    return obj.type_expr() if is_input_type(obj) else repr(obj)
 
 
 def _fmt_arg(a):
-    if isinstance(a, NetType) or _is_input_type(a):
+    if isinstance(a, NetType) or is_input_type(a):
         return _type_expr(a)
     if isinstance(a, _template):  # a tag template passed as an argument (add_prev[tag1, ...])
         return a.name
@@ -68,6 +74,10 @@ class NetType:
         top layer: ``loss_mmod[...](options)`` builds ``loss_mmod_(options)``; in general the
         top details are ``cls(*template_args, *args)``, or a copy of ``args[0]`` when that is
         already an instance of the top layer's details class."""
+        if args and _looks_like_a_batch(args[0]):
+            raise TypeError(f"{self!r} is a net TYPE: calling it builds a net (its arguments go to "
+                            f"the top layer's constructor), so it cannot run a batch: use "
+                            f"net = net_type(); net(batch)")
         net = self.template._build(self.args, self.subnet, args)
         net._template = self.template
         net.net_type = self
@@ -83,7 +93,10 @@ class NetType:
         parts = [_fmt_arg(a) for a in self.args] + [_type_expr(self.subnet)]
         return f"{self.template.name}[{', '.join(parts)}]"
 
-    def __reduce__(self):  # pickling a type (not a net) goes through its expression
+    def __reduce__(self):
+        # pickling a type (not a net) goes through its expression; the parser sits above the
+        # whole catalogue (dnnpy.parsing), so it is looked up only when pickling
+        from .parsing import net_type_from_string
         return (net_type_from_string, (repr(self),))
 
     def __copy__(self):  # cached and immutable: one object per expression
@@ -93,15 +106,22 @@ class NetType:
         return self
 
 
+def _looks_like_a_batch(arg):
+    """An array of 2+ dimensions, or a list/tuple holding arrays: what a user who forgot the
+    ``()`` of ``net_type()(batch)`` passes (no layer constructor takes one)."""
+    if isinstance(arg, np.ndarray):
+        return arg.ndim >= 2
+    return (isinstance(arg, (list, tuple)) and len(arg) > 0
+            and all(isinstance(a, (np.ndarray, list, tuple)) for a in arg[:3]))
+
+
 _CACHE = {}
 
 
 def _build_subnet(subnet_type):
     """A fresh node for a SUBNET type: a net, or the input node holding a new input layer."""
-    from .core import _input_node
-
-    if _is_input_type(subnet_type):
-        return _input_node(subnet_type())
+    if is_input_type(subnet_type):
+        return input_node(subnet_type())
     return subnet_type()
 
 
@@ -116,7 +136,7 @@ class _template:
         if not items:
             raise TypeError(f"{self.name}[...]: the last argument must be the SUBNET")
         *args, subnet = items
-        if not (isinstance(subnet, NetType) or _is_input_type(subnet)):
+        if not (isinstance(subnet, NetType) or is_input_type(subnet)):
             raise TypeError(f"{self.name}[...]: the last argument must be a net type or an input "
                             f"layer (the SUBNET), got {subnet!r}")
         if isinstance(subnet, NetType) and subnet.is_loss():
@@ -185,8 +205,6 @@ class layer_template(_template):
         self.make_details(args)
 
     def _build(self, args, subnet_type, extra=()):
-        from .core import add_layer
-
         return add_layer(self.make_details(args, extra), _build_subnet(subnet_type))
 
 
@@ -194,8 +212,6 @@ class loss_template(layer_template):
     """``name[args..., SUBNET]`` -> ``add_loss_layer(loss_cls(*args), SUBNET)``."""
 
     def _build(self, args, subnet_type, extra=()):
-        from .core import add_loss_layer
-
         return add_loss_layer(self.make_details(args, extra), _build_subnet(subnet_type))
 
 
@@ -215,8 +231,6 @@ class _tag_template(_template):
 
 
 def _make_tags():
-    from .core import add_skip_layer, add_tag_layer
-
     tags = [_tag_template(f"tag{i}", add_tag_layer, i) for i in range(1, 11)]
     skips = [_tag_template(f"skip{i}", add_skip_layer, i) for i in range(1, 11)]
     return tags, skips
@@ -226,8 +240,6 @@ tag_templates, skip_templates = _make_tags()
 
 
 def _make_subnet_placeholder():
-    from .inputs.base import input_layer
-
     class repeat_input_layer(input_layer):
         """The input of each copy inside ``repeat``: fed the output of the layer below."""
 
@@ -269,119 +281,9 @@ class _repeat_template(_template):
             raise ValueError(f"repeat[...]: the number of repetitions must be an integer >= 1, got {n!r}")
 
     def _build(self, args, subnet_type, extra=()):
-        from .core import repeat_layer
-
         _no_extra(self.name, extra)
         n, block = args
         return repeat_layer([block() for _ in range(n)], _build_subnet(subnet_type))
 
 
 repeat = _register(_repeat_template("repeat"))
-
-
-# ----------------------------------------------------------------------------------------
-# parsing a bracket expression back into a NetType (no eval)
-
-_TOKEN = re.compile(r"\s*(?:(?P<num>[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|inf\b|nan\b)"
-                    r"|(?P<name>[A-Za-z_][A-Za-z_0-9]*)|(?P<str>'[^']*')|(?P<punct>[\[\],]))")
-
-
-def _tokenize(s):
-    pos, out = 0, []
-    s = s.rstrip()
-    while pos < len(s):
-        m = _TOKEN.match(s, pos)
-        if m is None or m.end() == pos:
-            raise ValueError(f"net_type_from_string: unexpected text at offset {pos}: {s[pos:pos + 20]!r}")
-        out.append((m.lastgroup, m.group(m.lastgroup), m.start(m.lastgroup)))
-        pos = m.end()
-    return out
-
-
-def net_type_from_string(s: str) -> NetType:
-    """Parse ``repr(net_type)`` back into the identical (cached) NetType."""
-    _ensure_registered()
-    tokens = _tokenize(s)
-    pos = 0
-
-    def peek():
-        return tokens[pos] if pos < len(tokens) else (None, None, len(s))
-
-    def expect(value):
-        nonlocal pos
-        kind, text, at = peek()
-        if text != value:
-            raise ValueError(f"net_type_from_string: expected {value!r} at offset {at}, found {text!r}")
-        pos += 1
-
-    def value():
-        nonlocal pos
-        kind, text, at = peek()
-        if kind is None:
-            raise ValueError("net_type_from_string: unexpected end of expression")
-        pos += 1
-        if kind == "num":
-            return float(text) if any(c in text for c in ".eEn") else int(text)
-        if kind == "str":
-            return text[1:-1]
-        if kind != "name":
-            raise ValueError(f"net_type_from_string: unexpected {text!r} at offset {at}")
-        if text in ("True", "False"):
-            return text == "True"
-        if text in _INPUT_TEMPLATES and peek()[1] == "[":  # input[uint8], input_rgb_image_sized[4, 6]
-            expect("[")
-            args = [input_arg()]
-            while peek()[1] == ",":
-                pos += 1
-                args.append(input_arg())
-            expect("]")
-            try:
-                return _INPUT_TEMPLATES[text][args[0] if len(args) == 1 else tuple(args)]
-            except (TypeError, ValueError) as e:
-                raise ValueError(f"net_type_from_string: {e} (at offset {at})") from None
-        if text in _INPUTS and peek()[1] != "[":
-            return _INPUTS[text]
-        template = _REGISTRY.get(text)
-        if template is None:
-            raise ValueError(f"net_type_from_string: unknown template or input {text!r} at offset {at}")
-        if peek()[1] != "[":  # a template as an argument: add_prev[tag1, ...], concat[tag1, tag2, ...]
-            return template
-        expect("[")
-        args = [value()]
-        while peek()[1] == ",":
-            pos += 1
-            args.append(value())
-        expect("]")
-        return template[tuple(args)]
-
-    def input_arg():
-        # an input template's argument: a number, or a numpy dtype name (input[float32])
-        nonlocal pos
-        kind, text, at = peek()
-        if kind == "name" and text not in _REGISTRY and text not in _INPUTS and text not in _INPUT_TEMPLATES:
-            pos += 1
-            try:
-                return np.dtype(text)
-            except TypeError:
-                raise ValueError(f"net_type_from_string: unknown input argument {text!r} at offset {at}") from None
-        return value()
-
-    result = value()
-    if pos != len(tokens):
-        raise ValueError(f"net_type_from_string: trailing text at offset {tokens[pos][2]}")
-    if not isinstance(result, NetType):
-        raise ValueError(f"net_type_from_string: {s!r} is not a net type")
-    return result
-
-
-def _ensure_registered():
-    """Import every module that registers templates or inputs (the parser needs them all)."""
-    from . import inputs as input_module
-    from .inputs.base import input_layer
-    from . import layers, loss  # noqa: F401
-
-    for cls in vars(input_module).values():
-        if _is_input_type(cls) and not cls.__name__.startswith("_") and cls is not input_layer:
-            register_input(cls)
-        elif getattr(cls, "is_input_template", False):  # input[...], input_rgb_image_sized[...]
-            _INPUT_TEMPLATES[cls.name] = cls

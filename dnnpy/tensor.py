@@ -9,6 +9,15 @@ enforced rather than trusted).
 
 ``alias_tensor(shape)(t, offset)`` is a view into ``t``'s storage: dlib keeps each layer's
 parameters in one flat tensor and reaches filters and biases through aliases, and so do we.
+
+Views and copies, for users: ``t.numpy()`` and ``np.asarray(t)`` / ``np.array(t)`` are COPIES
+(a snapshot that nothing overwrites); ``t.host_read()`` (and ``np.asarray(t, copy=False)``)
+is the zero-copy, read-only view. What a net hands out after a pass (``get_output()``,
+``forward()``'s result, ``get_parameter_gradient()``, ``get_final_data_gradient()``) is a
+``read_only_view``: zero-copy, and valid until the net writes that memory again (its next
+forward or backward pass); reading it after that raises ``StaleTensorError`` instead of
+silently returning the newer values. Every storage counts its writes (``generation``) to
+make that check cheap.
 """
 
 from __future__ import annotations
@@ -19,7 +28,8 @@ import threading
 
 import numpy as np
 
-__all__ = ["tensor", "resizable_tensor", "alias_tensor", "have_same_dimensions", "default_dtype"]
+__all__ = ["tensor", "resizable_tensor", "alias_tensor", "read_only_view", "StaleTensorError",
+           "have_same_dimensions", "default_dtype"]
 
 _local = threading.local()
 
@@ -70,15 +80,19 @@ def _device_empty(size, dtype):
 
 
 class _storage:
-    """Flat float32 memory on the host with a lazily created device mirror."""
+    """Flat float32 memory on the host with a lazily created device mirror.
 
-    __slots__ = ("host_array", "device_array", "host_current", "device_current")
+    ``generation`` counts the writable views handed out (host or device): a
+    ``read_only_view`` remembers it and refuses to read once it has moved on."""
+
+    __slots__ = ("host_array", "device_array", "host_current", "device_current", "generation")
 
     def __init__(self, capacity: int, dtype=None):
         self.host_array = np.empty(capacity, dtype=dtype or _default_dtype())
         self.device_array = None
         self.host_current = True
         self.device_current = False
+        self.generation = 0
 
     @property
     def capacity(self) -> int:
@@ -149,6 +163,7 @@ class tensor:
         s = self._storage
         s.sync_to_host()
         s.device_current = False
+        s.generation += 1
         return self._window(s.host_array)
 
     def host_read(self) -> np.ndarray:
@@ -168,6 +183,7 @@ class tensor:
         else:
             s.sync_to_host()
         s.device_current = False
+        s.generation += 1
         return self._window(s.host_array)
 
     def device(self):
@@ -175,6 +191,7 @@ class tensor:
         s = self._storage
         s.sync_to_device()
         s.host_current = False
+        s.generation += 1
         return self._window(s.device_array)
 
     def device_read(self):
@@ -191,13 +208,49 @@ class tensor:
             s.device_array = _device_empty(s.host_array.size, s.host_array.dtype)
         s.device_current = True
         s.host_current = False
+        s.generation += 1
         return self._window(s.device_array)
 
+    def host_strided_base(self, writable=False) -> np.ndarray:
+        """The flat host storage from this tensor's first element to the end of its storage,
+        for ops that walk strided windows reaching past ``size()`` (dlib's strided resize).
+        ``writable`` marks the device copy stale; otherwise the array is read-only."""
+        s = self._storage
+        s.sync_to_host()
+        flat = s.host_array[self._offset:]
+        if writable:
+            s.device_current = False
+            s.generation += 1
+        else:
+            flat.flags.writeable = False
+        return flat
+
+    def device_strided_base(self, writable=False):
+        """``host_strided_base`` on the device mirror (CuPy); ``writable`` marks the host stale."""
+        s = self._storage
+        s.sync_to_device()
+        if writable:
+            s.host_current = False
+            s.generation += 1
+        return s.device_array[self._offset:]
+
+    def elements_from_offset(self) -> int:
+        """How many storage elements lie from this tensor's first element to the storage's end
+        (``size()`` or more: the bound a strided window must respect)."""
+        return self._storage.capacity - self._offset
+
+    def numpy(self) -> np.ndarray:
+        """A copy of the data as an NCHW numpy array (owned by the caller: later passes of a
+        net never change it). ``host_read()`` is the zero-copy read-only view."""
+        return np.array(self.host_read())
+
     def __array__(self, dtype=None, copy=None):
+        # numpy's default (copy=None) gets a copy, so np.asarray(net_output) is a snapshot that
+        # the next forward cannot overwrite; copy=False asks for the read-only view.
         a = self.host_read()
         if dtype is not None and np.dtype(dtype) != a.dtype:
             return a.astype(dtype)
-        return a.copy() if copy else a
+        return a if copy is False else a.copy()
 
     # -- assignment ----------------------------------------------------------------------
     def fill(self, value: float):
@@ -303,6 +356,66 @@ class resizable_tensor(tensor):
 
     def __deepcopy__(self, memo):
         return self.copy()
+
+
+class StaleTensorError(RuntimeError):
+    """A ``read_only_view`` was read after the net overwrote the memory it shows."""
+
+
+class read_only_view(tensor):
+    """What a net hands out after a pass (``get_output()``, ``forward()``,
+    ``get_parameter_gradient()``, ``get_final_data_gradient()``): a zero-copy view of the
+    net's own buffer that cannot be written and that refuses to be read once a later pass
+    has written that buffer (``StaleTensorError``), instead of silently showing the newer
+    values. Keep data across passes with ``.numpy()`` (a copy) when you get it."""
+
+    __slots__ = ("_generation", "_what")
+
+    def __init__(self, t: tensor, what: str = "this tensor"):
+        super().__init__(t._storage, t._offset, t._shape)
+        self._generation = t._storage.generation
+        self._what = what
+
+    def is_current(self) -> bool:
+        """False once the net has written the memory this view shows."""
+        return self._storage.generation == self._generation
+
+    def _check(self):
+        if self._storage.generation != self._generation:
+            raise StaleTensorError(
+                f"{self._what} {self._shape} was overwritten by a later pass of the net; it is a "
+                f"view of the net's buffer: call .numpy() on it when you get it to keep a copy")
+
+    def host_read(self) -> np.ndarray:
+        self._check()
+        return super().host_read()
+
+    def device_read(self):
+        self._check()
+        return super().device_read()
+
+    def host_strided_base(self, writable=False):
+        if writable:
+            self._refuse_write()
+        self._check()
+        return super().host_strided_base(False)
+
+    def device_strided_base(self, writable=False):
+        if writable:
+            self._refuse_write()
+        self._check()
+        return super().device_strided_base(False)
+
+    def _refuse_write(self, *args, **kwargs):
+        raise TypeError(f"{self._what} is read-only (a view of the net's buffer); copy it with "
+                        f".numpy() to change the values")
+
+    host = host_write_only = device = device_write_only = fill = assign = __setitem__ = _refuse_write
+
+    def __repr__(self):
+        n, k, nr, nc = self._shape
+        state = "" if self.is_current() else ", stale"
+        return f"read_only_view(num_samples={n}, k={k}, nr={nr}, nc={nc}{state})"
 
 
 class alias_tensor:

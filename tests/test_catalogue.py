@@ -107,7 +107,7 @@ def test_every_computational_layer_has_two_test_layer_configurations():
 
 
 def test_every_exported_template_is_registered_for_parsing():
-    from dnnpy.templates import _REGISTRY, _ensure_registered
+    from dnnpy.parsing import _REGISTRY, _ensure_registered
 
     _ensure_registered()
     for name in LAYER_TEMPLATES + LOSSES:

@@ -7,6 +7,7 @@ import pytest
 from dnnpy import (fc, input, input_array, input_array2d, input_rgb_image, input_rgb_image_pair,
                    input_rgb_image_sized, input_tensor, net_type_from_string, relu)
 from dnnpy.tensor import default_dtype, resizable_tensor
+from dnnpy import fc, loss_mean_squared_multioutput
 
 AVG = (122.782, 117.001, 104.298)
 
@@ -152,8 +153,10 @@ def test_input_array_errors(rng):
         convert(layer, [(m, m), (m,)])
     with pytest.raises(ValueError, match=r"input_array\[float32, 2\].*input 1 matrix 1 has shape \(3, 3\)"):
         convert(layer, [(m, m), (m, np.zeros((3, 3), np.float32))])
-    with pytest.raises(ValueError, match=r"input_array\[float32, 2\].*dtype uint8"):
-        convert(layer, [(m, m.astype(np.uint8))])
+    # integers are cast to float32 (no value changes); floats never become uint8 silently
+    np.testing.assert_array_equal(convert(layer, [(m, m.astype(np.uint8) + 7)])[0, 1], 7)
+    with pytest.raises(ValueError, match=r"input_array\[uint8, 2\].*got float32.*np.clip"):
+        convert(input_array[np.uint8, 2](), [(m, m)])
     with pytest.raises(ValueError, match="input_array.*K"):
         input_array[np.float32, 0]
     with pytest.raises(TypeError, match="input_array.*dtype"):
@@ -166,8 +169,8 @@ def test_input_array2d_is_input_matrix_under_another_name(rng):
     np.testing.assert_array_equal(got, convert(input[np.uint8](), imgs))
     np.testing.assert_array_equal(got[1, 0], imgs[1] / 256.0)
     assert input_array2d[np.uint8].type_expr() == "input_array2d[uint8]"
-    with pytest.raises(ValueError, match=r"input<array2d>.*float32"):
-        convert(input_array2d[np.float32](), [np.zeros((2, 2), np.float64)])
+    with pytest.raises(ValueError, match=r"input_array2d\[uint8\].*expected uint8 data, got float64"):
+        convert(input_array2d[np.uint8](), [np.zeros((2, 2), np.float64)])
 
 
 def test_input_matrix_and_tensor_float64(rng):
@@ -219,3 +222,57 @@ def test_nets_on_the_new_inputs(rng):
     batch = [[rng.integers(0, 256, (2, 2), dtype=np.uint8) for _ in range(3)] for _ in range(4)]
     assert np.asarray(arrays(batch)).shape == (4, 2, 1, 1)
     assert str(arrays).splitlines()[-1] == "layer<2>\tinput<array<matrix>>"
+
+
+# ----------------------------------------------------------------------------------------
+# numpy in: safe casts, stacked batches, one unwrapped sample, input_tensor batches
+
+def test_safe_casts_change_no_value(rng):
+    ints = rng.integers(0, 256, (3, 4, 5))                          # int64, as np.arange gives
+    np.testing.assert_array_equal(convert(input[np.uint8](), ints),
+                                  convert(input[np.uint8](), ints.astype(np.uint8)))
+    f64 = rng.standard_normal((2, 3, 3))                            # numpy's default float
+    np.testing.assert_array_equal(convert(input[np.float32](), f64)[:, 0], f64.astype(np.float32))
+    imgs = rng.integers(0, 256, (2, 4, 4, 3))
+    np.testing.assert_array_equal(convert(input_rgb_image(), imgs),
+                                  convert(input_rgb_image(), imgs.astype(np.uint8)))
+
+
+@pytest.mark.parametrize("layer, batch, message", [
+    (input[np.uint8](), np.full((2, 3, 3), 256), r"int64 values 256..256.*do not fit uint8 \(0..255\)"),
+    (input[np.uint8](), [np.arange(9).reshape(3, 3) - 1], r"input 0 holds int64 values -1..7"),
+    (input[np.uint8](), np.ones((2, 3, 3)) / 2, r"expected uint8 data, got float64.*np.clip"),
+    (input_rgb_image(), np.zeros((2, 4, 4, 3), np.float32), r"expected uint8 data, got float32"),
+    (input[np.float32](), np.zeros((2, 3, 3), complex), r"expected float32 data, got complex128"),
+])
+def test_casts_that_would_change_values_are_refused(layer, batch, message):
+    with pytest.raises(ValueError, match=message):
+        convert(layer, batch)
+
+
+def test_one_unwrapped_sample_says_what_to_pass():
+    with pytest.raises(ValueError, match=r"single array of shape \(8, 8\).*8 inputs of shape \(8,\).*list \[x\]"):
+        convert(input[np.uint8](), np.zeros((8, 8), np.uint8))
+    with pytest.raises(ValueError, match=r"single array of shape \(4, 4, 3\).*list \[x\]"):
+        convert(input_rgb_image(), np.zeros((4, 4, 3), np.uint8))
+    with pytest.raises(ValueError, match=r"CHW image\? move the channels last"):
+        convert(input_rgb_image(), [np.zeros((3, 4, 4), np.uint8)])
+
+
+def test_input_tensor_takes_a_stacked_batch_and_one_sample_items(rng):
+    X = rng.random((3, 4, 2, 2))                                     # float64 (N, k, nr, nc)
+    t = resizable_tensor()
+    with default_dtype(np.float32):
+        input_tensor().to_tensor(X, t)
+    assert t.shape == (3, 4, 2, 2)
+    np.testing.assert_array_equal(t.host_read(), X.astype(np.float32))
+    for items in (list(X), list(X[:, None]), [resizable_tensor(a[None]) for a in X]):
+        u = resizable_tensor()
+        input_tensor().to_tensor(items, u)
+        np.testing.assert_array_equal(u.host_read(), t.host_read())
+    net = loss_mean_squared_multioutput[fc[2, input_tensor]]()
+    assert len(net(X)) == 3 and net.sample_expansion_factor() == 1
+    with pytest.raises(ValueError, match=r"input 1 has \(4, 3, 2\)"):
+        input_tensor().to_tensor([X[0], rng.random((4, 3, 2))], resizable_tensor())
+    with pytest.raises(ValueError, match=r"input 0 has shape \(4, 2\)"):
+        input_tensor().to_tensor([np.zeros((4, 2))], resizable_tensor())

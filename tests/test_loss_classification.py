@@ -15,7 +15,7 @@ from dnnpy.loss import (classifier_output, loss_binary_hinge, loss_binary_hinge_
                         loss_multiclass_log, loss_multiclass_log_, loss_multiclass_log_weighted,
                         loss_multiclass_log_weighted_, loss_multimulticlass_log,
                         loss_multimulticlass_log_, weighted_label)
-from dnnpy.templates import net_type_from_string
+from dnnpy.parsing import net_type_from_string
 from dnnpy.tensor import default_dtype, resizable_tensor
 from dnnpy.testing_loss import _loss_subnet
 

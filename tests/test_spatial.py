@@ -14,7 +14,7 @@ from dnnpy import (avg_pool_, avg_pool_everything, concat2, concat3, concat_,
                    resize_prev_to_tagged_, resize_to, resize_to_, slice_, tag1, tag2, transpose_,
                    upsample, upsample_)
 from dnnpy.tensor import default_dtype, resizable_tensor
-from dnnpy.templates import net_type_from_string
+from dnnpy.parsing import net_type_from_string
 
 
 def T(a):
@@ -279,7 +279,7 @@ def test_pool_everything_templates_and_net():
     gi = T(np.ones(out.shape))
     net.back_propagate_error(net.to_tensor([x]), gi)
     g = np.asarray(net.get_final_data_gradient())
-    assert g.sum() == pytest.approx(out.size())
+    assert g.sum() == pytest.approx(out.size)
     assert g[:, :, :, 4].sum() == 0         # the last column is in no 2x2 window
 
 

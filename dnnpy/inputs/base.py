@@ -12,7 +12,7 @@ import numpy as np
 from ..printing import xml_num
 from ..tensor import resizable_tensor, tensor
 
-__all__ = ["input", "input_tensor", "input_rgb_image"]
+__all__ = ["input", "input_tensor", "input_rgb_image"]  # (safe_cast is shared by the input modules)
 
 
 class input_layer:
@@ -44,21 +44,68 @@ class input_layer:
         return items
 
 
-def _stack_images(layer, items, ndim, what):
-    """Stack a batch of equally sized arrays, with errors naming the layer and shapes."""
-    first = np.asarray(items[0])
+def _name(layer):
+    """The layer as a user wrote it in the net type (``input[uint8]``)."""
+    expr = getattr(layer, "type_expr", None)
+    return expr() if expr is not None else repr(layer)
+
+
+def safe_cast(layer, a, dtype, where="the input"):
+    """``a`` as ``dtype`` when that changes no value's meaning, else a ``ValueError`` naming
+    the layer and the fix.
+
+    * to a float dtype: any float, integer or bool array (float64 -> float32 only rounds);
+    * to an integer dtype: integer or bool arrays whose values all fit (e.g. int64 pixels in
+      0..255 for uint8); float arrays are refused, since a [0, 1] image cast to uint8 would
+      silently become 0s and 1s.
+    """
+    dt = np.dtype(dtype)
+    if a.dtype == dt:
+        return a
+    kind = a.dtype.kind
+    if dt.kind == "f" and kind in "fiub":
+        return a.astype(dt)
+    if dt.kind in "iu" and kind in "iub":
+        if a.size:
+            info = np.iinfo(dt)
+            lo, hi = a.min(), a.max()
+            if lo < info.min or hi > info.max:
+                raise ValueError(f"{_name(layer)}.to_tensor: {where} holds {a.dtype} values {lo}..{hi}, "
+                                 f"which do not fit {dt.name} ({info.min}..{info.max})")
+        return a.astype(dt)
+    fix = (f"np.clip(x, 0, 255).astype(np.uint8), or (x * 255).round().astype(np.uint8) for "
+           f"images in [0, 1]" if dt == np.uint8 else f"x.astype(np.{dt.name})")
+    raise ValueError(f"{_name(layer)}.to_tensor: expected {dt.name} data, got {a.dtype} in {where}; "
+                     f"convert it first ({fix})")
+
+
+def _stack_images(layer, items, ndim, what, dtype=None):
+    """Stack a batch of equally sized arrays (cast with ``safe_cast`` to ``dtype``), with
+    errors naming the layer, the input and the shapes."""
+    if isinstance(items, np.ndarray) and items.ndim == ndim:
+        raise ValueError(f"{_name(layer)}.to_tensor: got a single array of shape {items.shape}, "
+                         f"which would be read as {len(items)} inputs of shape {items.shape[1:]}; "
+                         f"each input must be {what}: pass a list [x] or a stacked array with a "
+                         f"leading batch axis, shape (N,) + {items.shape}")
+    if isinstance(items, np.ndarray):
+        a = items
+        if a.ndim != ndim + 1:
+            raise ValueError(f"{_name(layer)}.to_tensor: every input must be {what}; got a stacked "
+                             f"batch of shape {a.shape}, i.e. inputs of shape {a.shape[1:]}")
+        return a if dtype is None else safe_cast(layer, a, dtype, "the batch")
+    first = np.shape(items[0])
     arrays = []
     for i, item in enumerate(items):
         a = np.asarray(item)
         if a.ndim != ndim:
-            raise ValueError(f"{layer!r}.to_tensor: every input must be {what}; input {i} has "
-                             f"shape {a.shape}")
-        if a.shape != first.shape:
+            raise ValueError(f"{_name(layer)}.to_tensor: every input must be {what}; input {i} has "
+                             f"{a.ndim} dimensions (shape {a.shape})")
+        if a.shape != first:
             raise ValueError(
-                f"{layer!r}.to_tensor: every input must be {what} of one shape; input 0 has shape "
-                f"{first.shape}, input {i} has shape {a.shape}")
-        arrays.append(a)
-    return np.stack(arrays) if not isinstance(items, np.ndarray) else items
+                f"{_name(layer)}.to_tensor: every input must be {what} of one shape; input 0 has shape "
+                f"{first}, input {i} has shape {a.shape}")
+        arrays.append(a if dtype is None else safe_cast(layer, a, dtype, f"input {i}"))
+    return np.stack(arrays)
 
 
 
@@ -87,10 +134,12 @@ def write_rgb_planar(out, imgs, avgs):
 
 
 def check_rgb_batch(layer, imgs):
-    """``imgs`` (a stacked batch) must be N x H x W x 3 uint8."""
-    if imgs.ndim != 4 or imgs.shape[3] != 3 or imgs.dtype != np.uint8:
-        raise ValueError(f"{layer!r}.to_tensor: expected H x W x 3 uint8 images, got a batch of "
-                         f"shape {imgs.shape[1:]} and dtype {imgs.dtype}")
+    """``imgs`` (a stacked batch, already cast to uint8) must be N x H x W x 3."""
+    if imgs.ndim != 4 or imgs.shape[3] != 3:
+        extra = (" (a CHW image? move the channels last: x.transpose(1, 2, 0))"
+                 if imgs.ndim == 4 and imgs.shape[1] == 3 else "")
+        raise ValueError(f"{layer!r}.to_tensor: expected H x W x 3 uint8 images, got images of "
+                         f"shape {imgs.shape[1:]}{extra}")
 
 
 class rgb_averages:
@@ -158,7 +207,7 @@ class input_rgb_image(rgb_averages, image_space_identity, input_layer):
 
     def to_tensor(self, batch, data):
         items = self._batch(batch)
-        imgs = _stack_images(self, items, 3, "an H x W x 3 uint8 RGB image")
+        imgs = _stack_images(self, items, 3, "an H x W x 3 uint8 RGB image", np.uint8)
         check_rgb_batch(self, imgs)
         n, nr, nc, _ = imgs.shape
         data.set_size(n, 3, nr, nc)
@@ -179,22 +228,39 @@ class input_rgb_image(rgb_averages, image_space_identity, input_layer):
 
 
 class input_tensor(input_layer):
-    """Batch of dnnpy tensors (or 4-D arrays) with equal ``(k, nr, nc)``: their samples are
-    concatenated."""
+    """dlib's ``input_tensor``: the batch is a list of tensors (or arrays) with equal
+    ``(k, nr, nc)``, whose samples are concatenated. Each item is normally ONE sample:
+    ``(1, k, nr, nc)`` or ``(k, nr, nc)``; an item with n samples makes the net's sample
+    expansion factor n, as in dlib. A single ``(N, k, nr, nc)`` array (or tensor) given as
+    the batch itself is N samples."""
 
     _ser_version = "input_tensor"
 
     def to_tensor(self, batch, data):
-        items = self._batch(batch)
+        if isinstance(batch, tensor):
+            batch = batch.host_read()
+        if isinstance(batch, np.ndarray):
+            if batch.ndim != 4:
+                raise ValueError(f"input_tensor.to_tensor: a batch given as one array must be "
+                                 f"(N, k, nr, nc); got shape {batch.shape}")
+            items = list(batch[:, None])       # N one-sample items
+        else:
+            items = self._batch(batch)
         arrays = [t.host_read() if isinstance(t, tensor) else np.asarray(t) for t in items]
+        arrays = [a[None] if a.ndim == 3 else a for a in arrays]
         first = arrays[0]
         for i, a in enumerate(arrays):
-            if a.ndim != 4 or a.shape[1:] != first.shape[1:]:
+            if a.ndim != 4:
+                raise ValueError(f"input_tensor.to_tensor: every input must be one sample (k, nr, nc) "
+                                 f"or a 4-D tensor (n, k, nr, nc); input {i} has shape {a.shape}")
+            if a.shape[1:] != first.shape[1:]:
                 raise ValueError(
-                    f"input_tensor.to_tensor: every input must be a 4-D tensor with the same "
-                    f"(k, nr, nc); input 0 has shape {first.shape}, input {i} has shape {a.shape}")
+                    f"input_tensor.to_tensor: every input must have the same (k, nr, nc); input 0 "
+                    f"has {first.shape[1:]}, input {i} has {a.shape[1:]}")
         data.set_size(sum(a.shape[0] for a in arrays), *first.shape[1:])
-        np.concatenate(arrays, axis=0, out=data.host_write_only())
+        out = data.host_write_only()
+        np.concatenate([safe_cast(self, a, out.dtype, f"input {i}") for i, a in enumerate(arrays)],
+                       axis=0, out=out)
 
     def __repr__(self):
         return "input_tensor"
@@ -216,10 +282,7 @@ class _input_matrix(image_space_identity, input_layer):
 
     def to_tensor(self, batch, data):
         items = self._batch(batch)
-        imgs = _stack_images(self, items, 2, f"a 2-D {np.dtype(self.dtype).name} matrix")
-        if imgs.ndim != 3 or imgs.dtype != self.dtype:
-            raise ValueError(f"{self!r}.to_tensor: expected 2-D {np.dtype(self.dtype).name} matrices, "
-                             f"got a batch of shape {imgs.shape[1:]} and dtype {imgs.dtype}")
+        imgs = _stack_images(self, items, 2, f"a 2-D {np.dtype(self.dtype).name} matrix", self.dtype)
         n, nr, nc = imgs.shape
         data.set_size(n, 1, nr, nc)
         out = data.host_write_only()[:, 0]

@@ -22,7 +22,7 @@ import numbers
 import numpy as np
 
 from .base import (_input_matrix, _input_template, _stack_images, check_rgb_batch,
-                   image_space_identity, input_layer, rgb_averages, write_rgb_planar)
+                   image_space_identity, input_layer, rgb_averages, safe_cast, write_rgb_planar)
 
 __all__ = ["input_rgb_image_sized", "input_rgb_image_pair", "input_array", "input_array2d"]
 
@@ -90,7 +90,7 @@ class _input_rgb_image_sized(rgb_averages, image_space_identity, input_layer):
                 raise ValueError(
                     f"{self.type_expr()}.to_tensor: all input images must have {self.NR} rows and "
                     f"{self.NC} columns, but input {i} has {got}")
-        imgs = _stack_images(self, items, 3, "an H x W x 3 uint8 RGB image")
+        imgs = _stack_images(self, items, 3, "an H x W x 3 uint8 RGB image", np.uint8)
         check_rgb_batch(self, imgs)
         data.set_size(imgs.shape[0], 3, self.NR, self.NC)
         write_rgb_planar(data.host_write_only(), imgs, (self.avg_red, self.avg_green, self.avg_blue))
@@ -161,7 +161,7 @@ class input_rgb_image_pair(rgb_averages, image_space_identity, input_layer):
                     f"{self!r}.to_tensor: all images must have one size; the first image of input 0 "
                     f"has shape {firsts[0].shape}, input {i} has shapes {firsts[-1].shape} (first) "
                     f"and {seconds[-1].shape} (second)")
-        imgs = _stack_images(self, firsts + seconds, 3, "an H x W x 3 uint8 RGB image")
+        imgs = _stack_images(self, firsts + seconds, 3, "an H x W x 3 uint8 RGB image", np.uint8)
         check_rgb_batch(self, imgs)
         _, nr, nc, _ = imgs.shape
         data.set_size(imgs.shape[0], 3, nr, nc)
@@ -208,13 +208,14 @@ class _input_array(image_space_identity, input_layer):
                 m = np.asarray(m)
                 if first is None:
                     first = m.shape
-                if m.ndim != 2 or m.shape != first or m.dtype != dt:
+                if m.ndim != 2 or m.shape != first:
                     raise ValueError(
                         f"{self.type_expr()}.to_tensor: all matrices in a batch must be 2-D {dt.name} "
                         f"arrays of one size; input 0 matrix 0 has shape {first}, input {i} matrix "
-                        f"{k} has shape {m.shape} and dtype {m.dtype}")
+                        f"{k} has shape {m.shape}")
         stacked = np.asarray(items) if isinstance(items, np.ndarray) else np.stack(
             [np.stack([np.asarray(m) for m in item]) for item in items])
+        stacked = safe_cast(self, stacked, dt, "the batch")
         data.set_size(stacked.shape[0], self.K, *first)
         out = data.host_write_only()
         if dt == np.uint8:

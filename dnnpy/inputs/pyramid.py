@@ -19,7 +19,7 @@ import numpy as np
 from .. import tensor_tools as tt
 from ..geometry import drectangle, dcenter, lround, nearest_rect, rectangle, round_point
 from ..tensor import alias_tensor
-from .base import input_layer, rgb_averages
+from .base import input_layer, rgb_averages, safe_cast
 
 __all__ = ["pyramid_down", "input_rgb_image_pyramid", "input_grayscale_image_pyramid",
            "compute_tiled_image_pyramid_details", "image_to_tiled_pyramid", "tiled_pyramid_to_image"]
@@ -333,11 +333,10 @@ class _input_image_pyramid(input_layer):
         imgs = []
         for i, item in enumerate(items):
             a = np.asarray(item)
-            if a.dtype != np.uint8 or a.ndim != (3 if self._channels == 3 else 2) or a.shape != shape:
+            if a.ndim != (3 if self._channels == 3 else 2) or a.shape != shape:
                 raise ValueError(f"{self._template_name}.to_tensor: expected {what} all of one size; "
-                                 f"input 0 has shape {first.shape}, input {i} has shape {a.shape} and "
-                                 f"dtype {a.dtype}")
-            imgs.append(a)
+                                 f"input 0 has shape {first.shape}, input {i} has shape {a.shape}")
+            imgs.append(safe_cast(self, a, np.uint8, f"input {i}"))
         return np.stack(imgs)
 
     def to_tensor(self, batch, data):

@@ -311,11 +311,8 @@ class _iskip_node(add_skip_layer):
     """``iskip``: dlib's ``add_skip_layer<itag0>`` (printed ``skip1000``): outputs the output
     of the nearest ``itag0`` below, i.e. the inception block's input."""
 
-    def _tagged(self):
-        found = self._subnet._find(lambda n: n._template is itag0)
-        if found is None:
-            raise ValueError("iskip: there is no itag0 below this layer")
-        return found
+    def is_my_tag(self, node):
+        return node._template is itag0
 
 
 iskip = _tag_template("iskip", _iskip_node, 1000)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+_F64 = np.float64
 SAFE_LOG_EPSILON = 1e-10  # dlib's safe_log default epsilon
 
 
@@ -131,9 +132,35 @@ def int_labels(name, labels, shape=None):
 
 
 def assign_gradient(sub, values):
-    """ASSIGN ``values`` to ``sub.get_gradient_input()`` (dlib's losses overwrite it)."""
+    """ASSIGN ``values`` (all of them, zeros included: dlib's losses overwrite) to
+    ``sub.get_gradient_input()``; ``values`` has its shape or its number of elements."""
     grad = sub.get_gradient_input()
-    if grad.shape != values.shape:
+    values = np.asarray(values)
+    if values.size != grad.size():
         raise ValueError(f"loss: the gradient input {grad.shape} does not match the output "
                          f"{values.shape}")
-    grad.host_write_only()[...] = values
+    grad.host_write_only()[...] = values.reshape(grad.shape)
+
+
+def prepare(name, x, sub, labels, **dims):
+    """dlib's checks (sample expansion factor 1, one label per sample, output dims) ->
+    ``(output tensor, labels as a list/array, output as a host array)``."""
+    out = check_subnet(name, x, sub)
+    check_output_dims(name, out, **dims)
+    labels = check_label_count(name, out, labels) if labels is not None else None
+    return out, labels, out.host_read()
+
+
+def binary_log_terms(o, y, scale):
+    """dlib's per-element binary log loss (labels y != 0; y == 0 elements get gradient 0 and
+    no loss, as in the per-pixel version). Returns (float64 loss, gradient in o's dtype)."""
+    dt = o.dtype.type
+    g = sigmoid(o)
+    lpe = log1pexp(-o)
+    pos, neg = y > 0, y < 0
+    temp = np.where(pos, lpe, o + lpe)          # -(-o - log1pexp(-o)) = o + log1pexp(-o)
+    loss = float(np.sum(np.abs(y) * scale * temp.astype(_F64) * (pos | neg)))
+    grad = np.where(pos, y * scale * (g - dt(1)).astype(_F64),
+                    np.where(neg, -y * scale * g.astype(_F64), 0.0))
+    return loss, grad.astype(dt)
+

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["loss_layer"]
+__all__ = ["loss_layer", "named_loss"]
 
 
 class loss_layer:
@@ -33,3 +33,16 @@ class loss_layer:
         if len(labels) * sef != n:
             raise ValueError(f"{name}: got {len(labels)} labels for {n // sef} input samples")
         return labels
+
+
+class named_loss(loss_layer):
+    """repr / to_xml of a loss without fields: dlib prints its name without the ``_``
+    (``_printed``)."""
+
+    _printed = ""
+
+    def __repr__(self):
+        return self._printed
+
+    def to_xml(self):
+        return f"<{self._printed}/>\n"

@@ -19,10 +19,11 @@ import numpy as np
 
 from ..layers.base import fmt
 from ..templates import loss_template
-from ._logistic import (assign_gradient, check_label_count, check_output_dims, check_subnet,
-                        float_labels, int_labels, log1pexp, safe_log, sigmoid, softmax_channels)
+from ._logistic import (assign_gradient, binary_log_terms, check_label_count, check_output_dims,
+                        check_subnet, float_labels, int_labels, log1pexp, safe_log, sigmoid,
+                        softmax_channels)
 from ._serialize import read_count, read_string_vector, write_string_vector
-from .base import loss_layer
+from .base import loss_layer, named_loss
 
 __all__ = ["weighted_label", "loss_binary_hinge_", "loss_binary_hinge", "loss_binary_log_",
            "loss_binary_log", "loss_multiclass_log_", "loss_multiclass_log",
@@ -71,21 +72,9 @@ def _row_output(name, x, sub):
     return out
 
 
-class _named_loss(loss_layer):
-    """repr / to_xml of a loss without fields: dlib prints its name without the ``_``."""
-
-    _printed = ""
-
-    def __repr__(self):
-        return self._printed
-
-    def to_xml(self):
-        return f"<{self._printed}/>\n"
-
-
 # ----------------------------------------------------------------------------------------
 
-class loss_binary_hinge_(_named_loss):
+class loss_binary_hinge_(named_loss):
     """Hinge loss on one score per sample; labels are +1 or -1.
 
     Loss ``mean(max(0, 1 - y*out))``; gradient ``-y/N`` where ``1 - y*out > 0``, else 0.
@@ -118,7 +107,7 @@ class loss_binary_hinge_(_named_loss):
 loss_binary_hinge = loss_template("loss_binary_hinge", loss_binary_hinge_)
 
 
-class loss_binary_log_(_named_loss):
+class loss_binary_log_(named_loss):
     """Sigmoid + cross-entropy on one score per sample. A label's sign is the class, its
     magnitude the sample's weight (0 is an error).
 
@@ -142,23 +131,9 @@ class loss_binary_log_(_named_loss):
                              f"magnitude = weight)")
         o = out.host_read().reshape(-1)
         # dlib's labels are floats: round them to the output's precision
-        loss, grad = _binary_log_terms(o, y.astype(o.dtype).astype(_F64), 1.0 / o.size)
+        loss, grad = binary_log_terms(o, y.astype(o.dtype).astype(_F64), 1.0 / o.size)
         assign_gradient(sub, grad.reshape(out.shape))
         return loss
-
-
-def _binary_log_terms(o, y, scale):
-    """dlib's per-element binary log loss (labels y != 0; y == 0 elements get gradient 0 and
-    no loss, as in the per-pixel version). Returns (float64 loss, gradient in o's dtype)."""
-    dt = o.dtype.type
-    g = sigmoid(o)
-    lpe = log1pexp(-o)
-    pos, neg = y > 0, y < 0
-    temp = np.where(pos, lpe, o + lpe)          # -(-o - log1pexp(-o)) = o + log1pexp(-o)
-    loss = float(np.sum(np.abs(y) * scale * temp.astype(_F64) * (pos | neg)))
-    grad = np.where(pos, y * scale * (g - dt(1)).astype(_F64),
-                    np.where(neg, -y * scale * g.astype(_F64), 0.0))
-    return loss, grad.astype(dt)
 
 
 loss_binary_log = loss_template("loss_binary_log", loss_binary_log_)
@@ -185,7 +160,7 @@ def _multiclass_terms(o, y, weight, scale):
     return loss, grad.astype(dt)
 
 
-class loss_multiclass_log_(_named_loss):
+class loss_multiclass_log_(named_loss):
     """Softmax over the k outputs + negative log-likelihood; labels are class indices
     ``0..k-1``. Loss ``mean(-safe_log(p[y]))``, gradient ``(p - onehot(y))/N``.
     ``to_label``: the index of the largest output (first on ties)."""

@@ -15,10 +15,9 @@ import numpy as np
 from ..layers.base import fmt
 from ..templates import loss_template
 from ..tensor import resizable_tensor
-from ._logistic import check_output_dims, float_labels, int_labels
-from .base import loss_layer
 from ..printing import xml_num
-from .regression import _fieldless_loss, assign_gradient, prepare
+from ._logistic import assign_gradient, check_output_dims, float_labels, int_labels, prepare
+from .base import loss_layer, named_loss
 
 __all__ = ["loss_metric_", "loss_metric", "loss_ranking_", "loss_ranking",
            "loss_barlow_twins_", "loss_barlow_twins"]
@@ -146,7 +145,7 @@ loss_metric = loss_template("loss_metric", loss_metric_)
 
 # ----------------------------------------------------------------------------------------
 
-class loss_ranking_(_fieldless_loss):
+class loss_ranking_(named_loss):
     """Pairwise ranking on ``(N, 1, 1, 1)`` scores. Labels: > 0 relevant, < 0 non-relevant,
     0 ignored (gradient 0). With ``s = out - y`` (float): a relevant sample scores ``count *
     s`` against it for each non-relevant sample with ``s_nonrel >= s_rel`` (an inversion), a

@@ -12,9 +12,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..templates import loss_template
-from ._logistic import (assign_gradient, check_label_count, check_output_dims, check_subnet,
-                        safe_log, softmax_channels)
-from .classification import _binary_log_terms, _named_loss, weighted_label
+from ._logistic import (assign_gradient, binary_log_terms, check_label_count, check_output_dims,
+                        check_subnet, safe_log, softmax_channels)
+from .base import named_loss
+from .classification import weighted_label
 
 __all__ = ["label_to_ignore", "loss_binary_log_per_pixel_", "loss_binary_log_per_pixel",
            "loss_multiclass_log_per_pixel_", "loss_multiclass_log_per_pixel",
@@ -63,7 +64,7 @@ def _per_pixel_output(name, x, sub, k=None):
 
 # ----------------------------------------------------------------------------------------
 
-class loss_binary_log_per_pixel_(_named_loss):
+class loss_binary_log_per_pixel_(named_loss):
     """Per-pixel sigmoid cross-entropy on a k = 1 output. Labels: ``nr x nc`` float arrays,
     sign = class, magnitude = weight, 0 = ignore (gradient 0, no loss). Loss and gradient
     as ``loss_binary_log_`` per pixel, scaled by ``1/(N*nr*nc)``. ``to_label``: the raw
@@ -83,7 +84,7 @@ class loss_binary_log_per_pixel_(_named_loss):
             raise ValueError(f"{name}: labels contain NaN")
         o = out.host_read()[:, 0]
         y = y.astype(o.dtype).astype(_F64)  # dlib's labels are floats
-        loss, grad = _binary_log_terms(o, y, 1.0 / o.size)
+        loss, grad = binary_log_terms(o, y, 1.0 / o.size)
         assign_gradient(sub, grad.reshape(out.shape))
         return loss
 
@@ -106,7 +107,7 @@ def _per_pixel_softmax_terms(o, y, w, scale):
     return loss, grad.astype(dt)
 
 
-class loss_multiclass_log_per_pixel_(_named_loss):
+class loss_multiclass_log_per_pixel_(named_loss):
     """Per-pixel softmax over k + negative log-likelihood. Labels: ``nr x nc`` integer
     arrays of class indices ``0..k-1``, or ``label_to_ignore`` (65535) for pixels that get
     gradient 0 and no loss (but still count in ``scale = 1/(N*nr*nc)``). ``to_label``:
@@ -205,7 +206,7 @@ loss_multiclass_log_per_pixel_weighted = loss_template("loss_multiclass_log_per_
 
 # ----------------------------------------------------------------------------------------
 
-class loss_mean_squared_per_pixel_(_named_loss):
+class loss_mean_squared_per_pixel_(named_loss):
     """Mean squared error per pixel. Labels: ``nr x nc`` float arrays. Loss
     ``sum((y - out)^2)/(N*nr*nc)``; as in dlib the gradient written is ``(out - y)/(N*nr*nc)``,
     half of d(loss)/d(out). dlib's ``compute_loss_value_and_gradient`` accepts any k >= 1

@@ -18,9 +18,9 @@ import numpy as np
 
 from ..layers.base import check_int, fmt
 from ..templates import loss_template
-from ._logistic import check_label_count, check_output_dims, check_subnet, float_labels
+from ._logistic import assign_gradient, float_labels, prepare
 from ..printing import xml_num
-from .base import loss_layer
+from .base import loss_layer, named_loss
 
 __all__ = ["loss_mean_squared_", "loss_mean_squared",
            "loss_mean_squared_multioutput_", "loss_mean_squared_multioutput",
@@ -32,21 +32,6 @@ _F64 = np.float64
 
 
 
-def prepare(name, x, sub, labels, **dims):
-    """dlib's checks (sample expansion factor 1, one label per sample, output dims) ->
-    ``(output tensor, labels as a list/array, output as a host array)``."""
-    out = check_subnet(name, x, sub)
-    check_output_dims(name, out, **dims)
-    labels = check_label_count(name, out, labels) if labels is not None else None
-    return out, labels, out.host_read()
-
-
-def assign_gradient(sub, values):
-    """ASSIGN the loss gradient (all of it, zeros included) to the subnet's gradient input."""
-    grad = sub.get_gradient_input()
-    grad.host_write_only()[...] = np.asarray(values).reshape(grad.shape)
-
-
 def squared_error(y, o, scale):
     """dlib's mean-squared step on arrays: ``temp1 = y - o`` (float), ``temp2 = scale*temp1``
     (double, rounded to float); returns (loss = sum of the float products temp2*temp1 in
@@ -56,21 +41,9 @@ def squared_error(y, o, scale):
     return float(np.sum((temp2 * temp1).astype(_F64))), -temp2
 
 
-class _fieldless_loss(loss_layer):
-    """repr / to_xml of a loss without fields: dlib prints its name without the ``_``."""
-
-    _printed = ""
-
-    def __repr__(self):
-        return self._printed
-
-    def to_xml(self):
-        return f"<{self._printed}/>\n"
-
-
 # ----------------------------------------------------------------------------------------
 
-class loss_mean_squared_(_fieldless_loss):
+class loss_mean_squared_(named_loss):
     """Scalar regression on ``(N, 1, 1, 1)`` outputs; labels are numbers. Loss
     ``mean((y - out)^2)``; gradient written ``(out - y)/N`` (half of its derivative, as dlib)."""
 
@@ -92,7 +65,7 @@ class loss_mean_squared_(_fieldless_loss):
 loss_mean_squared = loss_template("loss_mean_squared", loss_mean_squared_)
 
 
-class loss_mean_squared_multioutput_(_fieldless_loss):
+class loss_mean_squared_multioutput_(named_loss):
     """Vector regression on ``(N, k, 1, 1)`` outputs; labels are k-vectors (shape ``(k,)`` or
     dlib's ``(k, 1)``). Loss ``sum over samples and k of (y - out)^2 / N``; gradient written
     ``(out - y)/N`` (half of its derivative, as dlib)."""
@@ -181,7 +154,7 @@ class loss_epsilon_insensitive_(loss_layer):
 loss_epsilon_insensitive = loss_template("loss_epsilon_insensitive", loss_epsilon_insensitive_)
 
 
-class loss_dot_(_fieldless_loss):
+class loss_dot_(named_loss):
     """Negative dot product: each sample's output (any ``k, nr, nc``, flattened to
     ``D = k*nr*nc``) against a D-vector label. Loss ``-mean_n(dot(out_n, y_n))``, gradient
     ``-y/N``. ``to_label`` returns each sample's output as a D-vector."""
@@ -213,7 +186,7 @@ class loss_dot_(_fieldless_loss):
 loss_dot = loss_template("loss_dot", loss_dot_)
 
 
-class loss_mean_squared_per_channel_and_pixel_(_fieldless_loss):
+class loss_mean_squared_per_channel_and_pixel_(named_loss):
     """Mean squared error over every channel and pixel of a ``(N, C, nr, nc)`` output.
 
     Labels: one ``(C, nr, nc)`` float array per sample. Loss ``mean((y - out)^2)``; as in

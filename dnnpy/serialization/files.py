@@ -317,7 +317,7 @@ def _node_count(net_type, cap):
 def load(path_or_file):
     """Rebuild what a dnnpy-format file holds: a net (its type parsed from the header, no
     ``eval``), a solver or a list of solvers."""
-    from ..templates import net_type_from_string
+    from ..parsing import net_type_from_string
 
     data, name = _read_source(path_or_file)
     r = Reader(data, name)

@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import copy
 
-from ..core import (_input_node, add_layer, add_loss_layer, add_skip_layer, add_tag_layer,
-                    repeat_layer)
+from ..core import (add_layer, add_loss_layer, add_skip_layer, add_tag_layer, input_node,
+                    net_layers, repeat_layer, wrapper_state)
 from ..errors import SerializationError
 from ..templates import SUBNET as _repeat_input_layer
 from ..tensor import resizable_tensor
@@ -100,49 +100,52 @@ def _write_input(w, node):
 def _write_node(w, node):
     if isinstance(node, add_loss_layer):
         w.int(1)
-        _write_owned(w, node, node._loss, "loss layer")
-        _write_node(w, node._subnet)
+        _write_owned(w, node, node.loss_details(), "loss layer")
+        _write_node(w, node.subnet_node())
     elif isinstance(node, add_layer):
-        sub = node._subnet
-        on_input = isinstance(sub, _input_node)
+        sub = node.subnet_node()
+        on_input = isinstance(sub, input_node)
         w.int(3 if on_input else 2)
         if on_input:
             _write_input(w, sub)
         else:
             _write_node(w, sub)
-        _write_owned(w, node, node._details)
-        w.bool(node._setup_called)
-        w.bool(node._gradient_input_is_stale)
-        w.bool(node._getters_disabled)
-        w.tensor(node._x_grad)
-        w.tensor(node._cached_output)
+        _write_owned(w, node, node.layer_details())
+        st = node.wrapper_state()
+        w.bool(st.setup_called)
+        w.bool(st.gradient_input_is_stale)
+        w.bool(st.getters_disabled)
+        w.tensor(st.x_grad)
+        w.tensor(st.cached_output)
         if on_input:
-            w.tensor(sub.grad_final)
-            w.uint(sub._sample_expansion_factor)
+            _, grad_final, _, sef = sub.input_state()
+            w.tensor(grad_final)
+            w.uint(sef)
         else:
-            w.tensor(node._params_grad)
+            w.tensor(st.params_grad)
     elif isinstance(node, add_tag_layer):
-        sub = node._subnet
-        if isinstance(sub, _input_node):
+        sub = node.subnet_node()
+        if isinstance(sub, input_node):
+            x, grad_final, stale, sef = sub.input_state()
             w.int(2)
             _write_input(w, sub)
-            w.tensor(_empty_if_none(sub._x))     # dlib's tag copies x into cached_output
-            w.tensor(sub.grad_final)
-            w.bool(sub._grad_stale)
-            w.uint(sub._sample_expansion_factor)
+            w.tensor(_empty_if_none(x))     # dlib's tag copies x into cached_output
+            w.tensor(grad_final)
+            w.bool(stale)
+            w.uint(sef)
         else:
             w.int(1)
             _write_node(w, sub)
     elif isinstance(node, add_skip_layer):
         w.int(1)
-        _write_node(w, node._subnet)
+        _write_node(w, node.subnet_node())
     elif isinstance(node, repeat_layer):
         w.int(1)
         w.uint(len(node.copies))
         for c in node.copies:
             _write_node(w, c)
-        _write_node(w, node._subnet)
-    elif isinstance(node, _input_node):
+        _write_node(w, node.subnet_node())
+    elif isinstance(node, input_node):
         # only reachable for a skip or repeat directly on the input (not a dlib type):
         # the input layer alone
         _write_input(w, node)
@@ -176,15 +179,14 @@ def _version(r, what, accepted):
 
 
 def _read_input(r, node):
-    if isinstance(node._input_layer, _repeat_input_layer):
+    if isinstance(node.input_layer(), _repeat_input_layer):
         return
-    read_object(r, node._input_layer, "input layer")
+    read_object(r, node.input_layer(), "input layer")
 
 
 def _layer_labels(net):
     """``{id(node): "layer<i>"}``, ``i`` as dlib's ``layer<i>(net)`` (and dnnpy's printing)
     counts, so a read error names the layer a user sees when printing the net."""
-    from ..visitors.walk import net_layers  # imported late: the visitors import the core
     node_of = {}
 
     def collect(node):
@@ -192,14 +194,14 @@ def _layer_labels(net):
             if isinstance(node, repeat_layer):
                 for c in node.copies:
                     collect(c)
-            elif isinstance(node, _input_node):
+            elif isinstance(node, input_node):
                 node_of[id(node.input_layer())] = node
                 return
             else:
                 node_of[id(node)] = node
-            if not hasattr(node, "_subnet"):
+            node = node.subnet_node()
+            if node is None:
                 return
-            node = node._subnet
     collect(net)
     return {id(node_of.get(id(obj), obj)): f"layer<{i}>" for i, obj in enumerate(net_layers(net))}
 
@@ -210,12 +212,12 @@ def _read_node(r, node, labels):
     r.context = here
     if isinstance(node, add_loss_layer):
         _version(r, "add_loss_layer", (1,))
-        read_object(r, node._loss, "loss layer")
-        _read_node(r, node._subnet, labels)
+        read_object(r, node.loss_details(), "loss layer")
+        _read_node(r, node.subnet_node(), labels)
     elif isinstance(node, add_layer):
-        sub = node._subnet
-        on_input = isinstance(sub, _input_node)
-        name = _name(node._details)
+        sub = node.subnet_node()
+        on_input = isinstance(sub, input_node)
+        name = _name(node.layer_details())
         what = f"add_layer<{name}>{' (next to the input)' if on_input else ''}"
         v = _version(r, what, (2, 3) if on_input else (1, 2))
         if on_input:
@@ -224,41 +226,41 @@ def _read_node(r, node, labels):
         else:
             _read_node(r, sub, labels)
         r.context = here
-        read_object(r, node._details)
-        node._setup_called = r.bool(f"{name}'s setup_called flag")
-        node._gradient_input_is_stale = r.bool(f"{name}'s gradient_input_is_stale flag")
-        node._getters_disabled = r.bool(f"{name}'s get_output_and_gradient_input_disabled flag")
-        node._x_grad = r.tensor(f"{name}'s x_grad tensor")
-        node._cached_output = r.tensor(f"{name}'s cached_output tensor")
+        read_object(r, node.layer_details())
+        st = wrapper_state()
+        st.setup_called = r.bool(f"{name}'s setup_called flag")
+        st.gradient_input_is_stale = r.bool(f"{name}'s gradient_input_is_stale flag")
+        st.getters_disabled = r.bool(f"{name}'s get_output_and_gradient_input_disabled flag")
+        st.x_grad = r.tensor(f"{name}'s x_grad tensor")
+        st.cached_output = r.tensor(f"{name}'s cached_output tensor")
         if on_input:
-            sub.grad_final = r.tensor(f"{name}'s grad_final tensor")
-            sub._sample_expansion_factor = (r.uint(f"{name}'s sample_expansion_factor")
-                                            if v >= 3 else 1)
-            sub._x = None
-            sub._grad_stale = True
+            grad_final = r.tensor(f"{name}'s grad_final tensor")
+            sef = r.uint(f"{name}'s sample_expansion_factor") if v >= 3 else 1
+            sub.set_input_state(None, grad_final, True, sef)
+            st.params_grad = resizable_tensor()
         elif v >= 2:
-            node._params_grad = r.tensor(f"{name}'s params_grad tensor")
+            st.params_grad = r.tensor(f"{name}'s params_grad tensor")
         else:
-            node._params_grad = resizable_tensor()
+            st.params_grad = resizable_tensor()
+        node.set_wrapper_state(st)
     elif isinstance(node, add_tag_layer):
-        sub = node._subnet
-        if isinstance(sub, _input_node):
+        sub = node.subnet_node()
+        if isinstance(sub, input_node):
             v = _version(r, f"add_tag_layer tag{node.id} (on the input)", (1, 2))
             r.context = f"{labels[id(sub)]}: " if id(sub) in labels else ""
             _read_input(r, sub)
             r.context = here
             out = r.tensor(f"tag{node.id}'s cached_output tensor")
-            sub._x = out if out.size() else None
-            sub.grad_final = r.tensor(f"tag{node.id}'s grad_final tensor")
-            sub._grad_stale = r.bool(f"tag{node.id}'s gradient_input_is_stale flag")
-            sub._sample_expansion_factor = (r.uint(f"tag{node.id}'s sample_expansion_factor")
-                                            if v >= 2 else 1)
+            grad_final = r.tensor(f"tag{node.id}'s grad_final tensor")
+            stale = r.bool(f"tag{node.id}'s gradient_input_is_stale flag")
+            sef = r.uint(f"tag{node.id}'s sample_expansion_factor") if v >= 2 else 1
+            sub.set_input_state(out if out.size() else None, grad_final, stale, sef)
         else:
             _version(r, f"add_tag_layer tag{node.id}", (1,))
             _read_node(r, sub, labels)
     elif isinstance(node, add_skip_layer):
         _version(r, f"add_skip_layer skip{node.id}", (1,))
-        _read_node(r, node._subnet, labels)
+        _read_node(r, node.subnet_node(), labels)
     elif isinstance(node, repeat_layer):
         _version(r, "repeat", (1,))
         start = r.pos
@@ -268,8 +270,8 @@ def _read_node(r, node, labels):
                           f"{len(node.copies)}", start)
         for c in node.copies:
             _read_node(r, c, labels)
-        _read_node(r, node._subnet, labels)
-    elif isinstance(node, _input_node):
+        _read_node(r, node.subnet_node(), labels)
+    elif isinstance(node, input_node):
         _read_input(r, node)
     else:
         raise r.error(f"cannot deserialize a net node of type {_name(node)}")
@@ -281,8 +283,8 @@ def _pairs(old, new):
     if isinstance(old, repeat_layer):
         for a, b in zip(old.copies, new.copies):
             yield from _pairs(a, b)
-    if not isinstance(old, _input_node):
-        yield from _pairs(old._subnet, new._subnet)
+    if not isinstance(old, input_node):
+        yield from _pairs(old.subnet_node(), new.subnet_node())
 
 
 def _adopt(old, new):
@@ -295,25 +297,16 @@ def _adopt(old, new):
     return new
 
 
-_STATE = {
-    add_layer: ("_setup_called", "_gradient_input_is_stale", "_getters_disabled", "_x_grad",
-                "_cached_output", "_params_grad"),
-    _input_node: ("_x", "grad_final", "_grad_stale", "_sample_expansion_factor"),
-}
-
-
 def _commit(old, new):
     for a, b in _pairs(old, new):
         if isinstance(a, add_loss_layer):
-            a._loss = _adopt(a._loss, b._loss)
+            a.set_loss_details(_adopt(a.loss_details(), b.loss_details()))
         elif isinstance(a, add_layer):
-            a._details = _adopt(a._details, b._details)
-            for k in _STATE[add_layer]:
-                setattr(a, k, getattr(b, k))
-        elif isinstance(a, _input_node):
-            a._input_layer = _adopt(a._input_layer, b._input_layer)
-            for k in _STATE[_input_node]:
-                setattr(a, k, getattr(b, k))
+            a.set_layer_details(_adopt(a.layer_details(), b.layer_details()))
+            a.set_wrapper_state(b.wrapper_state())
+        elif isinstance(a, input_node):
+            a.set_input_layer(_adopt(a.input_layer(), b.input_layer()))
+            a.set_input_state(*b.input_state())
 
 
 def read_net_staged(r: Reader, net):

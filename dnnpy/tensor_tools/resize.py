@@ -27,11 +27,11 @@ def _check_strides(op, name, t, row_stride, channel_stride):
                          f"channel stride {channel_stride}")
     planes = t.num_samples() * t.k()
     if planes and t.nr() and t.nc():
-        last = t._offset + (planes - 1) * channel_stride + (t.nr() - 1) * row_stride + t.nc()
-        if last > t._storage.capacity:
+        last = (planes - 1) * channel_stride + (t.nr() - 1) * row_stride + t.nc()
+        if last > t.elements_from_offset():
             raise ValueError(f"{op}: {name}{t.shape} with row stride {row_stride} and channel stride "
-                             f"{channel_stride} reaches element {last} of a storage of "
-                             f"{t._storage.capacity}")
+                             f"{channel_stride} reaches element {last} of the "
+                             f"{t.elements_from_offset()} its storage holds from its first element")
     return row_stride, channel_stride
 
 

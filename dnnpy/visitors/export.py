@@ -217,9 +217,9 @@ class _dot_writer:
                 self.update(i)
         elif isinstance(node, add_tag_layer):
             self.tagged_layers.append(i)
-            if isinstance(node._subnet, add_skip_layer):
+            if isinstance(node.subnet_node(), add_skip_layer):
                 # dlib's overload for a tag right above a skip: re-maps the SKIP's tag id
-                self.tag_to_layer[self._check_key(node._subnet.id)] = self.frm
+                self.tag_to_layer[self._check_key(node.subnet_node().id)] = self.frm
                 return
             # a run of consecutive tags all point at the layer below the lowest one
             ordered = sorted(self.tagged_layers)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 
 from .. import tensor_tools as tt
-from ..core import _input_node, add_layer, add_loss_layer, repeat_layer
+from ..core import add_layer, add_loss_layer, input_node, repeat_layer
 from ..layers.affine import affine_
 from ..layers.conv import con_
 from ..layers.activations import relu_
@@ -176,18 +176,18 @@ def _copy_into(src, dst):
         if type(src) is not type(dst):
             raise TypeError(f"copy_net_as: the nets differ in structure ({type(src).__name__} vs "
                             f"{type(dst).__name__})")
-        if isinstance(dst, _input_node):
-            if type(src._input_layer) is not type(dst._input_layer):
-                raise TypeError(f"copy_net_as: input layers differ ({src._input_layer!r} vs "
-                                f"{dst._input_layer!r})")
-            dst._input_layer = copy.deepcopy(src._input_layer)
+        if isinstance(dst, input_node):
+            if type(src.input_layer()) is not type(dst.input_layer()):
+                raise TypeError(f"copy_net_as: input layers differ ({src.input_layer()!r} vs "
+                                f"{dst.input_layer()!r})")
+            dst.set_input_layer(copy.deepcopy(src.input_layer()))
             return
         if isinstance(dst, add_layer):
-            dst._details = _convert_details(src._details, dst._details)
             # converted parameters are already set up: a forward must not re-initialise them
-            dst._setup_called = src._setup_called
+            dst.set_layer_details(_convert_details(src.layer_details(), dst.layer_details()),
+                                  setup_called=src.wrapper_state().setup_called)
         elif isinstance(dst, add_loss_layer):
-            dst._loss = _convert_details(src._loss, dst._loss)
+            dst.set_loss_details(_convert_details(src.loss_details(), dst.loss_details()))
         elif isinstance(dst, repeat_layer):
             if len(src.copies) != len(dst.copies):
                 raise TypeError("copy_net_as: repeat counts differ")
@@ -195,7 +195,7 @@ def _copy_into(src, dst):
                 _copy_into(a, b)
         elif getattr(src, "id", None) != getattr(dst, "id", None):   # tags and skips
             raise TypeError("copy_net_as: tag/skip ids differ")
-        src, dst = src._subnet, dst._subnet
+        src, dst = src.subnet_node(), dst.subnet_node()
 
 
 def copy_net_as(net, net_type):

@@ -14,20 +14,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import (_input_node, _subnet_wrapper, add_layer, add_loss_layer, add_skip_layer,
-                    add_tag_layer, repeat_layer)
-from ..inputs.base import input_layer
+from ..core import (net_node, subnet_wrapper, add_layer, add_loss_layer, add_skip_layer, add_tag_layer,
+                    input_node, repeat_layer)
 
 __all__ = ["input_tensor_to_output_tensor", "output_tensor_to_input_tensor"]
 
 
 def _is_end(node) -> bool:
-    """The input node, an input layer object, or test_loss's fake subnet (no layers)."""
-    if isinstance(node, (_input_node, input_layer)) or node is None:
-        return True
-    from ..testing_loss import _loss_subnet
-
-    return isinstance(node, _loss_subnet)
+    """The input node, or anything that is not a net node (an input layer object, the fake
+    subnets of test_layer and test_loss): where a walk down stops."""
+    return isinstance(node, input_node) or not isinstance(node, net_node)
 
 
 def _layer_map(node, method, p):
@@ -49,44 +45,44 @@ def _point(x, y):
 
 def _forward(node, p):
     """``p`` in the input tensor of ``node``'s chain -> the output of ``node``."""
-    if isinstance(node, _subnet_wrapper):
-        node = node._node
+    if isinstance(node, subnet_wrapper):
+        node = node.node()
     if _is_end(node):
         return p
     if isinstance(node, add_loss_layer):
-        return _forward(node._subnet, p)
+        return _forward(node.subnet_node(), p)
     if isinstance(node, add_layer):
-        return _layer_map(node, "map_input_to_output", _forward(node._subnet, p))
+        return _layer_map(node, "map_input_to_output", _forward(node.subnet_node(), p))
     if isinstance(node, add_tag_layer):
-        return _forward(node._subnet, p)
+        return _forward(node.subnet_node(), p)
     if isinstance(node, add_skip_layer):
-        return _forward(node._tagged(), p)
+        return _forward(node.tagged_node(), p)
     if isinstance(node, repeat_layer):
-        p = _forward(node._subnet, p)
+        p = _forward(node.subnet_node(), p)
         for copy in reversed(node.copies):
-            p = _forward(copy._subnet, p)  # dlib: get_repeated_layer(i).subnet()
+            p = _forward(copy.subnet_node(), p)  # dlib: get_repeated_layer(i).subnet()
         return p
     raise TypeError(f"input_tensor_to_output_tensor: cannot walk a {type(node).__name__}")
 
 
 def _backward(node, p):
     """``p`` in the output of ``node`` -> the input tensor of its chain."""
-    if isinstance(node, _subnet_wrapper):
-        node = node._node
+    if isinstance(node, subnet_wrapper):
+        node = node.node()
     if _is_end(node):
         return p
     if isinstance(node, add_loss_layer):
-        return _backward(node._subnet, p)
+        return _backward(node.subnet_node(), p)
     if isinstance(node, add_layer):
-        return _backward(node._subnet, _layer_map(node, "map_output_to_input", p))
+        return _backward(node.subnet_node(), _layer_map(node, "map_output_to_input", p))
     if isinstance(node, add_tag_layer):
-        return _backward(node._subnet, p)
+        return _backward(node.subnet_node(), p)
     if isinstance(node, add_skip_layer):
-        return _backward(node._tagged(), p)
+        return _backward(node.tagged_node(), p)
     if isinstance(node, repeat_layer):
         for copy in node.copies:
-            p = _backward(copy._subnet, p)  # dlib: get_repeated_layer(i).subnet()
-        return _backward(node._subnet, p)
+            p = _backward(copy.subnet_node(), p)  # dlib: get_repeated_layer(i).subnet()
+        return _backward(node.subnet_node(), p)
     raise TypeError(f"output_tensor_to_input_tensor: cannot walk a {type(node).__name__}")
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import inspect
 
-from ..core import _input_node, _subnet_wrapper, add_layer, add_tag_layer, repeat_layer
+from ..core import add_layer, add_tag_layer, computational_nodes, net_layers
 from ..templates import tag_templates
 
 __all__ = ["net_layers", "visit_layers", "visit_layers_backwards", "visit_layers_range",
@@ -23,29 +23,6 @@ __all__ = ["net_layers", "visit_layers", "visit_layers_backwards", "visit_layers
            "visit_computational_layers_range", "visit_layer_parameters",
            "visit_layer_parameter_gradients", "count_parameters", "set_all_learning_rate_multipliers",
            "set_learning_rate_multipliers_range"]
-
-
-def net_layers(net) -> list:
-    """Every layer of ``net`` in dlib's index order: ``net_layers(net)[i]`` is ``layer<i>(net)``
-    (nodes, and the input layer object last)."""
-    if isinstance(net, _subnet_wrapper):
-        net = net._node
-    out = []
-    node = net
-    while True:
-        if isinstance(node, repeat_layer):
-            for copy in node.copies:
-                out.extend(net_layers(copy)[:-1])   # the copy's input is repeat-internal
-            node = node._subnet
-        elif isinstance(node, _input_node):
-            out.append(node.input_layer())
-            return out
-        elif hasattr(node, "_subnet"):
-            out.append(node)
-            node = node._subnet
-        else:  # an input layer object given directly
-            out.append(node)
-            return out
 
 
 def _arity2(v):
@@ -122,6 +99,7 @@ def visit_layers_until_tag(net, tag, v):
 
 
 def _computational(layers, begin, end):
+    """``(i, node)`` for the add_layer nodes among ``layers[begin:end]``."""
     return [(i, layers[i]) for i in range(begin, end) if isinstance(layers[i], add_layer)]
 
 
@@ -144,15 +122,15 @@ def visit_computational_layers_range(net, begin, end, v):
 def visit_layer_parameters(net, v):
     """``v(j, details.get_layer_params())`` (or ``v(params)``) where j counts computational
     layers from the top (the index a solver is stored under)."""
-    call, layers = _caller(v), net_layers(net)
-    for j, (_, node) in enumerate(_computational(layers, 0, len(layers))):
+    call = _caller(v)
+    for j, node in enumerate(computational_nodes(net)):
         call(j, node.layer_details().get_layer_params())
 
 
 def visit_layer_parameter_gradients(net, v):
     """``v(j, node.get_parameter_gradient())`` (or ``v(grad)``), j as in ``visit_layer_parameters``."""
-    call, layers = _caller(v), net_layers(net)
-    for j, (_, node) in enumerate(_computational(layers, 0, len(layers))):
+    call = _caller(v)
+    for j, node in enumerate(computational_nodes(net)):
         call(j, node.get_parameter_gradient())
 
 

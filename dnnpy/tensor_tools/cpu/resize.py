@@ -17,11 +17,7 @@ __all__ = ["resize_bilinear", "resize_bilinear_gradient"]
 
 def _planes(t, row_stride, channel_stride, writable):
     """``(num_samples*k, nr, nc)`` view of t's planes with the given element strides."""
-    s = t._storage
-    s.sync_to_host()
-    if writable:
-        s.device_current = False
-    flat = s.host_array[t._offset:]
+    flat = t.host_strided_base(writable)
     item = flat.itemsize
     view = as_strided(flat, shape=(t.num_samples() * t.k(), t.nr(), t.nc()),
                       strides=(channel_stride * item, row_stride * item, item), writeable=writable)

@@ -85,11 +85,7 @@ def _storage_from(t, writable):
     """The flat device storage of t from its first element on (for strided windows);
     writing marks the host copy stale. The storage is synced first, so elements outside
     the windows keep their values."""
-    s = t._storage
-    s.sync_to_device()
-    if writable:
-        s.host_current = False
-    return s.device_array[t._offset:]
+    return t.device_strided_base(writable)
 
 
 def _scales(dtype, in_nr, in_nc, out_nr, out_nc):

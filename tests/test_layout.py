@@ -1,0 +1,134 @@
+"""The package's layering: no import circles among dnnpy's modules, and none hidden behind
+an import inside a function (hoisting every function-local import of a dnnpy module must
+keep the graph free of circles, except the deliberate ones listed below with the reason).
+
+Read statically with ``ast`` (nothing is imported), so a circle hidden behind a late import
+fails here instead of waiting for an import order that breaks it.
+"""
+
+import ast
+import os
+
+import dnnpy
+
+ROOT = os.path.dirname(dnnpy.__file__)
+
+# (importing module, imported module): deferred imports that are part of the design
+ALLOWED_LATE = {
+    ("dnnpy.templates", "dnnpy.parsing"),   # pickling a NetType goes through the parser
+    ("dnnpy.tensor_tools.backend", "dnnpy.tensor_tools.cuda"),   # needs CuPy: loaded on demand
+}
+
+
+def _modules():
+    for dirpath, _, files in os.walk(ROOT):
+        for f in files:
+            if f.endswith(".py"):
+                path = os.path.join(dirpath, f)
+                rel = os.path.relpath(path, os.path.dirname(ROOT))[:-3].replace(os.sep, ".")
+                name = rel[:-len(".__init__")] if rel.endswith(".__init__") else rel
+                yield name, path, f == "__init__.py"
+
+
+MODULES = {name: (path, is_pkg) for name, path, is_pkg in _modules()}
+
+
+def _resolve(importer, is_pkg, node):
+    """The dnnpy modules an ImportFrom/Import statement loads."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names if a.name.split(".")[0] == "dnnpy"]
+    if node.level:
+        base = importer.split(".")
+        base = base if is_pkg else base[:-1]
+        base = base[:len(base) - (node.level - 1)]
+        mod = ".".join(base + ([node.module] if node.module else []))
+    else:
+        mod = node.module or ""
+    if mod.split(".")[0] != "dnnpy":
+        return []
+    out = []
+    for a in node.names:  # "from . import layers" loads the submodule, not all of the package
+        out.append(f"{mod}.{a.name}" if f"{mod}.{a.name}" in MODULES else mod)
+    return out
+
+
+def _imports(name):
+    path, is_pkg = MODULES[name]
+    tree = ast.parse(open(path).read())
+    top, late = set(), set()
+    for stmt in tree.body:
+        for node in ast.walk(stmt):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                in_function = any(isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef))
+                                  for p in _parents(stmt, node))
+                (late if in_function else top).update(_resolve(name, is_pkg, node))
+    return top, late
+
+
+def _parents(root, target):
+    """The nodes from root down to target (exclusive)."""
+    path = []
+
+    def walk(node):
+        if node is target:
+            return True
+        for child in ast.iter_child_nodes(node):
+            path.append(node)
+            if walk(child):
+                return True
+            path.pop()
+        return False
+
+    walk(root)
+    return path
+
+
+def _graph(with_late=False):
+    graph = {}
+    for name in MODULES:
+        top, late = _imports(name)
+        if with_late:
+            top = top | {m for m in late if (name, m) not in ALLOWED_LATE}
+        edges = set()
+        for m in top:
+            if m == name or m not in MODULES:
+                continue
+            edges.add(m)
+            # loading a submodule runs its parent packages first, unless we are inside them
+            parts = m.split(".")
+            for i in range(2, len(parts)):
+                parent = ".".join(parts[:i])
+                if not (name == parent or name.startswith(parent + ".")):
+                    edges.add(parent)
+        graph[name] = edges
+    return graph
+
+
+def _cycles(graph):
+    state, stack, cycles = {}, [], []
+
+    def visit(n):
+        state[n] = 1
+        stack.append(n)
+        for m in sorted(graph[n]):
+            if state.get(m) == 1:
+                cycles.append(stack[stack.index(m):] + [m])
+            elif m not in state:
+                visit(m)
+        stack.pop()
+        state[n] = 2
+
+    for n in sorted(graph):
+        if n not in state:
+            visit(n)
+    return [" -> ".join(c) for c in cycles]
+
+
+def test_no_import_circles():
+    cycles = _cycles(_graph())
+    assert not cycles, "import circles:\n" + "\n".join(cycles)
+
+
+def test_no_circle_hidden_behind_a_function_local_import():
+    cycles = _cycles(_graph(with_late=True))
+    assert not cycles, "circles closed by imports inside functions:\n" + "\n".join(cycles)
