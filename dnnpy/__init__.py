@@ -16,7 +16,7 @@ by ``dnnpy.test_layer``.
 
 from . import tensor_tools
 from .core import (add_layer, add_loss_layer, add_skip_layer, add_tag_layer, input_layer, layer,
-                   net_layers, repeat_layer)
+                   computational_nodes, net_layers, repeat_layer)
 from .errors import SerializationError
 from .datasets import load_mnist_dataset
 from .solvers import adam, make_solvers, sgd
@@ -51,7 +51,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "tensor", "resizable_tensor", "alias_tensor", "read_only_view", "StaleTensorError",
-    "have_same_dimensions", "tensor_tools", "net_layers",
+    "have_same_dimensions", "tensor_tools", "net_layers", "computational_nodes",
     "add_layer", "add_loss_layer", "add_tag_layer", "add_skip_layer", "repeat_layer", "layer",
     "input_layer", "repeat", "SUBNET", "NetType", "net_type_from_string", "layer_template",
     "loss_template",

@@ -4,6 +4,8 @@ rate setters, net_to_xml / net_to_dot (visitors.h), and net.clean()."""
 import io
 
 import numpy as np
+
+import dnnpy
 import pytest
 
 from dnnpy import (add_layer, add_loss_layer, add_prev1, add_skip_layer, add_tag_layer, con, count_parameters,
@@ -317,3 +319,67 @@ def test_net_to_dot_layer_fields():
         '1 -> 0',
     ]) + "}"
     assert dot(net) == expected
+
+
+# ----------------------------------------------------------------------------------------
+# evaluation: inference_type, inference_copy, recompute_bn_running_stats
+
+def _bn_dropout_net():
+    from dnnpy import add_prev1, bn_con, bn_fc, con, dropout, dropout_10, fc, input, loss_multiclass_log, relu, repeat, tag1
+    block = lambda S: relu[add_prev1[bn_con[con[4, 3, 3, 1, 1, relu[bn_con[con[4, 3, 3, 1, 1, tag1[S]]]]]]]]
+    return loss_multiclass_log[fc[3, dropout_10[relu[bn_fc[dropout[0.25, fc[6, repeat[2, block,
+                                                                            relu[con[4, 3, 3, 1, 1, input[np.uint8]]]]]]]]]]]
+
+
+def test_inference_type_swaps_bn_and_dropout_everywhere():
+    t = dnnpy.inference_type(_bn_dropout_net())
+    text = repr(t)
+    assert "bn_" not in text and "dropout" not in text
+    assert text.count("affine[") == 2 + 1 and text.count("multiply[") == 2
+    assert dnnpy.inference_type(t) is t
+
+
+def test_inference_copy_is_deterministic_per_sample_and_leaves_the_net_alone(rng):
+    net = _bn_dropout_net()()
+    x = rng.integers(0, 256, (6, 6, 6), dtype=np.uint8)
+    net.compute_parameter_gradients(x, [0, 1, 2, 0, 1, 2])
+    before = [n.layer_details().running_means.numpy() for n in dnnpy.computational_nodes(net)
+              if isinstance(n.layer_details(), dnnpy.bn_)]
+    inf = dnnpy.inference_copy(net)
+    out = inf.subnet()(x)
+    np.testing.assert_array_equal(inf.subnet()(x), out)                       # no dropout draws
+    np.testing.assert_allclose(np.concatenate([inf.subnet()(x[i:i + 1]) for i in range(6)]), out,
+                               rtol=1e-5, atol=1e-6)                           # per sample
+    after = [n.layer_details().running_means.numpy() for n in dnnpy.computational_nodes(net)
+             if isinstance(n.layer_details(), dnnpy.bn_)]
+    assert all(np.array_equal(a, b) for a, b in zip(before, after))
+    mult = [n.layer_details() for n in dnnpy.computational_nodes(inf) if isinstance(n.layer_details(), dnnpy.multiply_)]
+    assert sorted(m.get_multiply_value() for m in mult) == [0.75, np.float32(0.9)]
+
+
+def test_copy_net_as_converts_dropout_to_multiply(rng):
+    from dnnpy import dropout, fc, input, loss_multiclass_log, multiply
+    net = loss_multiclass_log[fc[3, dropout[0.3, fc[4, input[np.float32]]]]]()
+    net(rng.standard_normal((2, 3, 3)))
+    twin = dnnpy.copy_net_as(net, loss_multiclass_log[fc[3, multiply[fc[4, input[np.float32]]]]])
+    assert dnnpy.layer(twin, 2).layer_details().get_multiply_value() == pytest.approx(0.7)
+
+
+def test_recompute_bn_running_stats_is_the_average_of_batch_statistics(rng):
+    from dnnpy import bn_fc, fc, input_tensor
+    net = bn_fc[fc[3, input_tensor]]()
+    data = rng.standard_normal((10, 2, 1, 1)) * 3 + 1
+    net(data[:2])                                      # set up, one update
+    used = dnnpy.recompute_bn_running_stats(net, data, batch_size=4)
+    assert used == 3                                   # 4 + 4 + 2 samples
+    w = dnnpy.layer(net, 1).layer_details()
+    feats = w.get_layer_params().numpy().reshape(3, 3)    # fc: 2 weight rows + the bias row
+    z = data.reshape(10, 2) @ feats[:2].astype(np.float64) + feats[2]
+    means = np.mean([z[i:i + 4].mean(0) for i in range(0, 10, 4)], axis=0)
+    varis = np.mean([z[i:i + 4].var(0, ddof=1) for i in range(0, 10, 4)], axis=0)
+    bn = net.layer_details()
+    np.testing.assert_allclose(bn.running_means.numpy().reshape(-1), means, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(bn.running_variances.numpy().reshape(-1), varis, rtol=1e-4)
+    assert bn.get_running_stats_window_size() == 100
+    with pytest.raises(ValueError, match="no bn_ layer"):
+        dnnpy.recompute_bn_running_stats(fc[2, input_tensor](), data)

@@ -9,5 +9,7 @@ from .fuse import *  # noqa: F401,F403
 from .fuse import __all__ as _fuse_all
 from .maps import *  # noqa: F401,F403
 from .maps import __all__ as _maps_all
+from .inference import *  # noqa: F401,F403
+from .inference import __all__ as _inference_all
 
-__all__ = [*_walk_all, *_export_all, *_fuse_all, *_maps_all]
+__all__ = [*_walk_all, *_export_all, *_fuse_all, *_maps_all, *_inference_all]

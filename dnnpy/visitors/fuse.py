@@ -19,6 +19,7 @@ from .. import tensor_tools as tt
 from ..core import add_layer, add_loss_layer, input_node, repeat_layer
 from ..layers.affine import affine_
 from ..layers.conv import con_
+from ..layers.dropout import dropout_, multiply_
 from ..layers.activations import relu_
 from ..layers.norm import bn_, layer_norm_, rms_norm_
 from ..tensor import alias_tensor
@@ -162,11 +163,14 @@ def fuse_layers(net):
 
 def _convert_details(src, dst_type_example):
     """A copy of layer details ``src`` as the class of ``dst_type_example``: a deep copy for
-    the same class, ``affine_(bn)`` for bn_ -> affine_ (dlib's converting constructor)."""
+    the same class, ``affine_(bn)`` for bn_ -> affine_ and ``multiply_(dropout)`` for
+    dropout_ -> multiply_ (dlib's converting constructors)."""
     if type(src) is type(dst_type_example):
         return copy.deepcopy(src)
     if isinstance(dst_type_example, affine_) and isinstance(src, bn_):
         return affine_(src)
+    if isinstance(dst_type_example, multiply_) and isinstance(src, dropout_):
+        return multiply_(src)
     raise TypeError(f"copy_net_as: can't convert a {type(src).__name__} layer into "
                     f"{type(dst_type_example).__name__}")
 
@@ -201,10 +205,13 @@ def _copy_into(src, dst):
 def copy_net_as(net, net_type):
     """dlib's converting copy ``net_type(net)``: a new net of ``net_type`` holding copies of
     net's layers (parameters, running statistics, multipliers, setup state), where each
-    ``bn_`` may become an ``affine_`` (``affine_(bn)``: running statistics folded in).
+    ``bn_`` may become an ``affine_`` (``affine_(bn)``: running statistics folded in) and each
+    dropout a ``multiply_`` (``1 - drop_rate``). ``dnnpy.inference_copy(net)`` derives that
+    target type for you.
 
     Requires: both nets have the same structure layer for layer; convertible layer pairs
-    are equal classes or bn_ -> affine_. Raises TypeError naming the first mismatch.
+    are equal classes, bn_ -> affine_ or dropout_ -> multiply_. Raises TypeError naming the
+    first mismatch.
     """
     dst = net_type()
     _copy_into(net, dst)
