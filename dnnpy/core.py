@@ -388,6 +388,7 @@ class input_node(net_node):
         return self._x, self.grad_final, self._grad_stale, self._sample_expansion_factor
 
     def set_input_state(self, x, grad_final, gradient_is_stale, sample_expansion_factor):
+        """Restore what ``input_state()`` returned (reading a file, copying a net)."""
         self._x = x
         self.grad_final = grad_final
         self._grad_stale = bool(gradient_is_stale)
@@ -416,6 +417,7 @@ class input_node(net_node):
         self._grad_stale = True
 
     def get_output(self):
+        """The input tensor of the last forward (None before one)."""
         return self._x
 
     _private_get_output = get_output
@@ -427,7 +429,9 @@ class input_node(net_node):
             self._grad_stale = False
         return self.grad_final
 
-    get_gradient_input = _private_get_gradient_input
+    def get_gradient_input(self):
+        """The gradient with respect to the input tensor (``grad_final``), zeroed lazily."""
+        return self._private_get_gradient_input()
 
     def get_final_data_gradient(self):
         return read_only_view(self.grad_final, "the data gradient (get_final_data_gradient)")
@@ -502,6 +506,7 @@ class add_layer(net_node):
                              self._params_grad)
 
     def set_wrapper_state(self, state: wrapper_state):
+        """Restore what ``wrapper_state()`` returned (reading a file, copying a net)."""
         self._setup_called = bool(state.setup_called)
         self._gradient_input_is_stale = bool(state.gradient_input_is_stale)
         self._getters_disabled = bool(state.getters_disabled)
@@ -646,9 +651,11 @@ class add_tag_layer(_marker_node):
         self._subnet._forward(x)
 
     def get_output(self):
+        """The output of the layer below (a tag is an identity)."""
         return self._subnet.get_output()
 
     def get_gradient_input(self):
+        """The gradient input of the layer below."""
         return self._subnet.get_gradient_input()
 
     def _private_get_output(self):
@@ -682,9 +689,11 @@ class add_skip_layer(_marker_node):
         self._subnet._forward(x)
 
     def get_output(self):
+        """The output of the tag this skip reads."""
         return self.tagged_node().get_output()
 
     def get_gradient_input(self):
+        """The gradient input of the tag this skip reads."""
         return self.tagged_node().get_gradient_input()
 
     def _private_get_output(self):
@@ -714,12 +723,15 @@ class repeat_layer(net_node):
         self._subnet = subnet
 
     def num_repetitions(self) -> int:
+        """N of ``repeat[N, ...]``."""
         return len(self.copies)
 
     def get_repeated_layer(self, i):
+        """Copy ``i`` of the block (0 is nearest the output), a net of its own."""
         return self.copies[i]
 
     def layers_in_each_group(self) -> int:
+        """Layers in one copy of the block."""
         return self.copies[0].num_layers() - 1
 
     def num_layers(self) -> int:
@@ -737,9 +749,11 @@ class repeat_layer(net_node):
             out = block._private_get_output()
 
     def get_output(self):
+        """The output of the top copy."""
         return self.copies[0].get_output()
 
     def get_gradient_input(self):
+        """The gradient input of the top copy."""
         return self.copies[0].get_gradient_input()
 
     def _private_get_output(self):
@@ -814,6 +828,7 @@ class add_loss_layer(net_node):
         return self._loss
 
     def layer_details(self):
+        """The loss object (as ``loss_details()``)."""
         return self._loss
 
     def set_loss_details(self, loss):

@@ -131,18 +131,23 @@ class tensor:
 
     # -- shape ---------------------------------------------------------------------------
     def num_samples(self) -> int:
+        """The first dimension (samples in a batch)."""
         return self._shape[0]
 
     def k(self) -> int:
+        """The second dimension (channels)."""
         return self._shape[1]
 
     def nr(self) -> int:
+        """The third dimension (rows)."""
         return self._shape[2]
 
     def nc(self) -> int:
+        """The fourth dimension (columns)."""
         return self._shape[3]
 
     def size(self) -> int:
+        """``num_samples * k * nr * nc``."""
         n, k, nr, nc = self._shape
         return n * k * nr * nc
 
@@ -201,6 +206,8 @@ class tensor:
         return self._window(s.device_array)
 
     def device_write_only(self):
+        """Writable CuPy view whose old contents are not needed (skips a host->device copy
+        when the view covers its whole storage); marks the host copy stale."""
         s = self._storage
         if not self._covers_storage():
             return self.device()
@@ -333,6 +340,7 @@ class resizable_tensor(tensor):
         return self
 
     def copy_size(self, t: tensor):
+        """``set_size`` to ``t``'s shape."""
         return self.set_size(*t.shape)
 
     def clear(self):
@@ -407,6 +415,7 @@ class read_only_view(tensor):
         return super().device_strided_base(False)
 
     def _refuse_write(self, *args, **kwargs):
+        """Refused: the view is read-only (copy it with ``.numpy()``)."""
         raise TypeError(f"{self._what} is read-only (a view of the net's buffer); copy it with "
                         f".numpy() to change the values")
 
@@ -429,22 +438,28 @@ class alias_tensor:
         self._shape = _dims(n, k, nr, nc)
 
     def num_samples(self):
+        """The first dimension of the views this makes."""
         return self._shape[0]
 
     def k(self):
+        """The second dimension of the views this makes."""
         return self._shape[1]
 
     def nr(self):
+        """The third dimension of the views this makes."""
         return self._shape[2]
 
     def nc(self):
+        """The fourth dimension of the views this makes."""
         return self._shape[3]
 
     @property
     def shape(self):
+        """``(num_samples, k, nr, nc)`` of the views this makes."""
         return self._shape
 
     def size(self) -> int:
+        """Elements in each view."""
         n, k, nr, nc = self._shape
         return n * k * nr * nc
 

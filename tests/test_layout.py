@@ -132,3 +132,16 @@ def test_no_import_circles():
 def test_no_circle_hidden_behind_a_function_local_import():
     cycles = _cycles(_graph(with_late=True))
     assert not cycles, "circles closed by imports inside functions:\n" + "\n".join(cycles)
+
+
+def test_public_methods_of_nets_and_tensors_have_docstrings():
+    import inspect
+    import sys
+
+    core, tensor = sys.modules["dnnpy.core"], sys.modules["dnnpy.tensor"]
+    classes = [core.net_node, core.input_node, core.add_layer, core.add_tag_layer,
+               core.add_skip_layer, core.repeat_layer, core.add_loss_layer, tensor.tensor,
+               tensor.resizable_tensor, tensor.alias_tensor, tensor.read_only_view, dnnpy.dnn_trainer]
+    missing = [f"{c.__name__}.{name}" for c in classes for name, f in inspect.getmembers(c)
+               if not name.startswith("_") and callable(f) and not inspect.getdoc(f)]
+    assert not missing, f"public methods without a docstring: {missing}"
