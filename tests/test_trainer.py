@@ -389,7 +389,8 @@ def test_loss_plot(tmp_path, monkeypatch):
         t.train_one_step(x, y)
     t.test_one_step(x, y)
     assert len(t.get_loss_history()) == 5 and len(t.get_test_loss_history()) == 1
-    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    for name in ("matplotlib", "matplotlib.figure", "matplotlib.backends.backend_agg"):
+        monkeypatch.setitem(sys.modules, name, None)     # missing, even if imported before
     with pytest.raises(ImportError, match=r"dnnpy\[plot\]"):
         t.save_loss_plot(str(tmp_path / "a.png"))
     monkeypatch.undo()

@@ -407,8 +407,8 @@ class dnn_trainer:
             self._load_state(data, newest)
             if was_verbose or self._verbose:
                 self._display.message(
-                    f"Resumed from {newest}: epoch {self._epoch_iteration + 1} at sample "
-                    f"{self._epoch_pos}, {self._train_one_step_calls} train_one_step calls, "
+                    f"Resumed from {newest}: {self._epoch_iteration} epochs + {self._epoch_pos} "
+                    f"samples done, {self._train_one_step_calls} train_one_step calls, "
                     f"learning rate {_progress.fmt(self._learning_rate)}")
         self._guard.set_file(name, seconds)
 
