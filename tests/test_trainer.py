@@ -331,6 +331,8 @@ def test_divergence_with_sync_file(tmp_path, capsys):
         t.train(x, y)
     assert t.get_stop_reason() == "NaN/inf collapse"
     assert all_finite(net) and t.get_learning_rate() < 1e-5
+    with pytest.raises(TrainingDivergedError, match="an earlier NaN/inf collapse"):
+        t.train(x, y)                     # not a silent return the second time either
     out = capsys.readouterr().out
     assert "Saved state to " in out and "reloading saved state from " in out
     assert "Epoch: 1" in out
@@ -401,6 +403,12 @@ def test_loss_plot(tmp_path, monkeypatch):
 
 def test_exported():
     assert dnnpy.dnn_trainer is dnn_trainer
+
+
+def test_every_public_method_has_a_docstring():
+    missing = [name for name, f in vars(dnn_trainer).items()
+               if callable(f) and not name.startswith("_") and not (f.__doc__ or "").strip()]
+    assert missing == []
 
 
 def test_live_progress_on_a_terminal():

@@ -341,3 +341,25 @@ def test_test_losses_are_recorded_at_their_training_step(tmp_path, monkeypatch):
     monkeypatch.setattr(Figure, "savefig", capture)
     t.save_loss_plot(str(tmp_path / "p.png"))
     assert drawn == {"training loss": list(range(8)), "test loss": [5, 8]}
+
+
+def test_no_state_to_reload_still_shrinks_and_warns(monkeypatch):
+    """A net that cannot be encoded (a user layer without serialize) gets no in-memory copy:
+    one warning says so, and a NaN/inf loss then only drops the step, still shrinking the
+    learning rate (with a warning) until training collapses."""
+    def refuse(t):
+        raise NotImplementedError("my_layer_ has no serialize")
+
+    monkeypatch.setattr(_sync, "encode_state", refuse)
+    x, y = regression_data(8)
+    t = dnn_trainer(REG())
+    _always_nan(monkeypatch, t._net)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        with pytest.raises(TrainingDivergedError):
+            for _ in range(10):
+                t.train_one_step(x, y)
+    msgs = [str(w.message) for w in rec]
+    assert "cannot keep an in-memory copy" in msgs[0] and "my_layer_ has no serialize" in msgs[0]
+    assert all(w.filename == __file__ for w in rec)
+    assert len(msgs) == 5 and all("no good state is kept to reload" in m for m in msgs[1:])

@@ -206,7 +206,7 @@ class sync_guard:
             self._memory_state = None
             warnings.warn(f"{_NAME}: cannot keep an in-memory copy of the training state "
                           f"({type(e).__name__}: {e}); NaN/inf losses will not be recovered from "
-                          f"without a synchronization file", RuntimeWarning, stacklevel=5)
+                          f"without a synchronization file", RuntimeWarning, stacklevel=6)
             return
         self._memory_state_time = now
         self._updated_since_snapshot = False

@@ -586,6 +586,12 @@ class dnn_trainer:
             raise ValueError(f"{_NAME}.train: the net has {bn}, which needs mini-batches of at least "
                              f"2 samples, but " + ("the data has 1 sample" if n == 1 else
                                                    "the mini-batch size is 1 (set_mini_batch_size)"))
+        if self._learning_rate < self._min_learning_rate and self._last_shrink == "NaN/inf":
+            self._stop_reason = STOP_NONFINITE
+            raise TrainingDivergedError(
+                f"{_NAME}.train: an earlier NaN/inf collapse left the learning rate at "
+                f"{self._learning_rate:g}, below the minimum {self._min_learning_rate:g}; call "
+                f"set_learning_rate() with a smaller rate than before to train again")
         self._stop_reason = None
         while (self._epoch_iteration < self._max_num_epochs
                and self._learning_rate >= self._min_learning_rate):
@@ -824,4 +830,5 @@ class dnn_trainer:
         return "\n".join(lines) + "\n"
 
     def __repr__(self):
+        """``<dnn_trainer of NET_TYPE>``; ``print(trainer)`` gives dlib's details."""
         return f"<dnn_trainer of {self._net.net_type!r}>"
