@@ -489,13 +489,15 @@ class dnn_trainer:
                 f"learning rate ({self._learning_rate:g}) cannot be lowered automatically")
         if self._learning_rate < self._min_learning_rate:
             self._stop_reason = STOP_NONFINITE
+            held = ("No good state was kept (see the warning about the in-memory copy): the net is "
+                    "as its last step left it" if event.kind == "dropped" else
+                    f"The net holds the last good state ({event.source})")
             raise TrainingDivergedError(
                 f"{_NAME}: training collapsed: the loss or the parameters became NaN/inf, and "
-                f"each time ({self._nonfinite_reloads} so far) the last good state was reloaded "
-                f"with a smaller learning rate; it is now {self._learning_rate:g}, below the "
-                f"minimum {self._min_learning_rate:g}, so training stops. The net holds the last "
-                f"good state ({event.source}). Likely causes: a learning rate too high for this "
-                f"net and solver, or a layer or loss computing NaN/inf (overflow, log of 0).")
+                f"each time ({self._nonfinite_reloads} so far) the learning rate was shrunk; it is "
+                f"now {self._learning_rate:g}, below the minimum {self._min_learning_rate:g}, so "
+                f"training stops. {held}. Likely causes: a learning rate too high for this net "
+                f"and solver, or a layer or loss computing NaN/inf (overflow, log of 0).")
 
     def _after_rising_loss(self, event):
         lines = [f"Loss has been increasing, reloading saved state from {event.source}"]
