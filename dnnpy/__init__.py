@@ -38,7 +38,8 @@ from .tensor import (StaleTensorError, alias_tensor, have_same_dimensions, read_
 from .tensor_tools import backend_info, force_cpu, use_cuda
 from .testing import layer_test_results, test_layer
 from .testing_loss import loss_test_results, test_loss
-from .training import dnn_trainer
+from .training import TrainingDivergedError, dnn_trainer
+from .data import randomize_samples
 from .statistics import (count_steps_without_decrease, count_steps_without_decrease_robust,
                          count_steps_without_increase, probability_that_sequence_is_increasing,
                          probability_values_are_increasing, probability_values_are_increasing_robust,
@@ -57,7 +58,7 @@ __all__ = [
     "loss_template",
     "test_layer", "layer_test_results", "test_loss", "loss_test_results", "force_cpu", "use_cuda", "backend_info", "SerializationError", "sgd", "adam", "make_solvers", "load_mnist_dataset",
     "serialize", "deserialize", "load",
-    "dnn_trainer", "running_stats", "running_stats_decayed", "running_gradient",
+    "dnn_trainer", "TrainingDivergedError", "randomize_samples", "running_stats", "running_stats_decayed", "running_gradient",
     "count_steps_without_decrease", "count_steps_without_decrease_robust",
     "count_steps_without_increase", "probability_values_are_increasing",
     "probability_values_are_increasing_robust", "probability_that_sequence_is_increasing",

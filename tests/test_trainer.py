@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import dnnpy
-from dnnpy import (SerializationError, adam, dnn_trainer, fc, input, input_rgb_image_pair,
-                   loss_barlow_twins, loss_mean_squared, relu, sgd)
+from dnnpy import (SerializationError, TrainingDivergedError, adam, dnn_trainer, fc, input,
+                   input_rgb_image_pair, loss_barlow_twins, loss_mean_squared, relu, sgd)
 from dnnpy.visitors import set_all_learning_rate_multipliers, visit_layer_parameters
 
 REG = loss_mean_squared[fc[1, relu[fc[16, input[np.float32]]]]]
@@ -324,8 +324,15 @@ def test_divergence_with_sync_file(tmp_path, capsys):
     t.train(x, y)                         # a good state on disk first
     t.set_max_num_epochs(8)
     t.set_learning_rate(1e6)
-    t.train(x, y)
-    assert all_finite(net) and t.get_learning_rate() < 1e6
+    # the first step at lr 1e6 leaves huge but finite parameters, which the next sync point
+    # saves (interval 0); every reload of them diverges again, whatever the learning rate, so
+    # the reloads push it below the minimum: training collapsed, and says so
+    with pytest.raises(TrainingDivergedError, match=r"collapsed.*below the minimum 1e-05"):
+        t.train(x, y)
+    assert t.get_stop_reason() == "NaN/inf collapse"
+    assert all_finite(net) and t.get_learning_rate() < 1e-5
+    with pytest.raises(TrainingDivergedError, match="an earlier NaN/inf collapse"):
+        t.train(x, y)                     # not a silent return the second time either
     out = capsys.readouterr().out
     assert "Saved state to " in out and "reloading saved state from " in out
     assert "Epoch: 1" in out
@@ -336,22 +343,25 @@ def test_divergence_with_sync_file(tmp_path, capsys):
 
 
 def test_loss_increasing_check():
-    t = dnn_trainer(REG())
-    t._sync_filename = "x"
-    t._main_iteration_counter = 40
-    t._previous_loss_values_to_keep_until_disk_sync.extend(np.linspace(1, 2, 100))
-    assert t._loss_increased_since_last_disk_sync()
-    assert len(t._previous_loss_values_to_keep_until_disk_sync) == 80       # 2*40 kept
-    assert t._prob_loss_increasing_thresh == pytest.approx(0.999)
-    t._previous_loss_values_to_keep_until_disk_sync.clear()
-    t._previous_loss_values_to_keep_until_disk_sync.extend(np.linspace(2, 1, 80))
-    assert not t._loss_increased_since_last_disk_sync()
-    assert t._prob_loss_increasing_thresh == pytest.approx(0.999 ** 10)   # decays, not below 0.99
-    t._previous_loss_values_to_keep_until_disk_sync.clear()
-    t._previous_loss_values_to_keep_until_disk_sync.extend([1.0] * 10)       # < 30 values
-    assert not t._loss_increased_since_last_disk_sync()
-    t._previous_loss_values_to_keep_until_disk_sync.append(float("nan"))
-    assert t._loss_increased_since_last_disk_sync()
+    from dnnpy.training.guard import sync_guard
+    g = sync_guard(None, None, None, None)
+    g.set_file("x", 0)
+    keep = g.losses_since_sync
+    for v in np.linspace(1, 2, 40):
+        g.record_step(v)
+    keep.extendleft(np.linspace(1, 2, 60))                                     # 100 kept
+    assert g.loss_increased()
+    assert len(keep) == 80                                                     # 2*40 kept
+    assert g._prob_thresh == pytest.approx(0.999)
+    keep.clear()
+    keep.extend(np.linspace(2, 1, 80))
+    assert not g.loss_increased()
+    assert g._prob_thresh == pytest.approx(0.999 ** 10)   # decays, not below 0.99
+    keep.clear()
+    keep.extend([1.0] * 10)                                                    # < 30 values
+    assert not g.loss_increased()
+    keep.append(float("nan"))
+    assert g.loss_increased()
 
 
 def test_verbose_lines(capsys):
@@ -381,7 +391,8 @@ def test_loss_plot(tmp_path, monkeypatch):
         t.train_one_step(x, y)
     t.test_one_step(x, y)
     assert len(t.get_loss_history()) == 5 and len(t.get_test_loss_history()) == 1
-    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    for name in ("matplotlib", "matplotlib.figure", "matplotlib.backends.backend_agg"):
+        monkeypatch.setitem(sys.modules, name, None)     # missing, even if imported before
     with pytest.raises(ImportError, match=r"dnnpy\[plot\]"):
         t.save_loss_plot(str(tmp_path / "a.png"))
     monkeypatch.undo()
@@ -392,6 +403,12 @@ def test_loss_plot(tmp_path, monkeypatch):
 
 def test_exported():
     assert dnnpy.dnn_trainer is dnn_trainer
+
+
+def test_every_public_method_has_a_docstring():
+    missing = [name for name, f in vars(dnn_trainer).items()
+               if callable(f) and not name.startswith("_") and not (f.__doc__ or "").strip()]
+    assert missing == []
 
 
 def test_live_progress_on_a_terminal():
@@ -488,18 +505,24 @@ def test_sync_file_with_impossible_settings_is_rejected(fields):
 
 
 def test_sync_file_older_extension_versions_still_read():
-    """Extension version 3 (this one) writes the loss histories as raw float64; versions 1
-    (no plateau budget) and 2 wrote them as dlib doubles. Both still read."""
+    """Extension version 4 (this one) adds the training step of each test loss; 3 wrote the
+    loss histories as raw float64 without steps; 2 and 1 wrote them as dlib doubles (1 also
+    without the plateau budget). All still read; a test loss without a step reads as None."""
     from dnnpy.serialization.primitives import Writer
     data = _sync_bytes_with(gradient_check_budget=0)
-    w3 = Writer()
-    w3.int(3), w3.bool(False), w3.uint(0), w3.uint(0), w3.uint(0)   # no history recorded
-    assert data.endswith(w3.bytes())
-    head = data[:-len(w3.bytes())]
-    w2, w1 = Writer(), Writer()
+    w4 = Writer()
+    w4.int(4), w4.bool(False), w4.uint(0), w4.uint(0), w4.uint(0)   # no history recorded
+    assert data.endswith(w4.bytes())
+    head = data[:-len(w4.bytes())]
+    w3, w2, w1 = Writer(), Writer(), Writer()
+    w3.int(3), w3.bool(True), w3.uint(1), w3.raw(np.float64(0.5).tobytes())
+    w3.uint(1), w3.raw(np.float64(0.75).tobytes()), w3.uint(9)
     w2.int(2), w2.bool(True), w2.uint(2), w2.float64(0.5), w2.float64(0.25), w2.uint(0), w2.uint(7)
     w1.int(1), w1.bool(False), w1.uint(0), w1.uint(0)
     t = dnn_trainer(REG())
+    t._load_state(head + w3.bytes(), "v3.sync")
+    assert t._gradient_check_budget == 9 and t.get_loss_history() == [0.5]
+    assert t.get_test_loss_history() == [(None, 0.75)]
     t._load_state(head + w2.bytes(), "v2.sync")
     assert t._gradient_check_budget == 7 and t.get_loss_history() == [0.5, 0.25]
     t._gradient_check_budget = 600

@@ -9,7 +9,7 @@ coloured blobs on gradients, :func:`dnnpy.datasets.synthetic_images`), so nothin
 downloaded. The example
 
 1. prints the mean squared reconstruction error on held-out images, before and after training
-   with ``dnn_trainer`` and ``adam``;
+   with ``dnn_trainer`` and ``adam`` (``train(..., shuffle=True)``: a new sample order each epoch);
 2. saves the trained net (``dnnpy.serialize``), loads it back with no code (``dnnpy.load``) and
    checks that the reloaded net's outputs are bit-identical;
 3. writes ``autoencoder_reconstructions.png``: held-out inputs (top row) above their
@@ -82,7 +82,7 @@ def main(argv=None) -> dict:
                            verbose=not args.quiet)
     print(trainer)
     train_timer = Timer()
-    trainer.train(list(train), targets_for(train))
+    trainer.train(list(train), targets_for(train), shuffle=True)   # a new order every epoch
     train_seconds = train_timer()
     net = trainer.get_net()
     after = reconstruction_error(net, test)

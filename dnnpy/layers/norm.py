@@ -181,6 +181,12 @@ class bn_(_normalization):
             op(self.eps, output, x, g, b, self.running_means, self.running_variances)
 
     def backward(self, gradient_input, sub, params_grad):
+        if sub.get_output().num_samples() < 2:
+            # forward used the running statistics (inference); there is no batch to train on
+            raise ValueError(f"{self._name()}: backward on a mini-batch of 1 sample: batch "
+                             f"normalization trains on the statistics of at least 2 samples (with "
+                             f"1, forward normalizes with the running statistics, and dlib's "
+                             f"gradient requires 2 too); use mini-batches of 2 or more samples")
         g = self.gamma(self.params, 0)
         g_grad = self.gamma(params_grad, 0)
         b_grad = self.beta(params_grad, self.gamma.size())

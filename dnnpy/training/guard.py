@@ -1,5 +1,17 @@
 """dnn_trainer's synchronization to disk and its divergence guard (trainer.h ``sync_to_disk``,
-``loss_increased_since_last_disk_sync``), as a mixin of ``dnnpy.training.dnn_trainer``.
+``loss_increased_since_last_disk_sync``): a ``sync_guard`` object that the trainer owns.
+
+The guard decides when to save, whether the training went wrong since the last save, and
+what to reload; the trainer owns the learning rate and decides what a reload means for it.
+Their interface is small and explicit:
+
+* the trainer gives the guard four functions: ``encode()`` (the whole training state as
+  sync-file bytes), ``restore(data, source)`` (load such bytes; the trainer then calls
+  ``state_loaded``), ``parameters_finite()`` and ``clean()`` (drop the net's cached
+  activations before a save, as dlib does);
+* the trainer reports each training step with ``record_step(loss)``;
+* at each sync point the trainer calls ``sync_point(force)``, which saves, snapshots or
+  reloads and returns what it did (a ``sync_event``) or None.
 
 The state file format and the file handling are in ``dnnpy.training.sync``; the rules are
 described in ``docs/training.md`` ("Synchronization and resume", "Divergence guard").
@@ -12,9 +24,7 @@ import os
 import time
 import warnings
 from collections import deque
-from datetime import timedelta
-
-import numpy as np
+from typing import NamedTuple, Optional
 
 from ..errors import SerializationError
 from ..statistics import probability_values_are_increasing, probability_values_are_increasing_robust
@@ -22,103 +32,141 @@ from . import sync as _sync
 
 _NAME = "dnn_trainer"
 
+# dlib's prob_loss_increasing_thresh: starts at the default, moves toward the max each time
+# the loss is found increasing, so reloading cannot go on forever
+PROB_THRESH_DEFAULT = 0.99
+PROB_THRESH_MAX = 0.99999
 
-class sync_and_guard:
-    """The sync-file and divergence-guard half of ``dnn_trainer`` (uses its fields)."""
+IN_MEMORY = "the in-memory copy of the last good state"
+
+
+class sync_event(NamedTuple):
+    """What a sync point did.
+
+    kind: "saved" (``path`` written), "reloaded" (``path`` read back, or the in-memory copy
+    when ``path`` is None) or "dropped" (NaN/inf but no good state to reload: the bad step
+    was only skipped). ``diverged``: the reason was NaN/inf (else a rising loss). ``shrink``:
+    for a rising loss, dlib also shrinks the learning rate this time. ``consecutive``: NaN/inf
+    reloads in a row, without a good save or snapshot in between."""
+
+    kind: str
+    path: Optional[str] = None
+    diverged: bool = False
+    shrink: bool = False
+    consecutive: int = 0
+
+    @property
+    def source(self) -> str:
+        return self.path if self.path is not None else IN_MEMORY
+
+
+class sync_guard:
+    """The sync-file and divergence-guard state of one ``dnn_trainer`` (see the module)."""
 
     memory_snapshot_interval = 60.0   # seconds between in-memory copies when nothing is on disk
-    max_consecutive_recoveries = 10   # with a shrink factor of 1, give up after this many reloads
 
+    def __init__(self, encode, restore, parameters_finite, clean):
+        self._encode = encode
+        self._restore = restore
+        self._parameters_finite = parameters_finite
+        self._clean = clean
+        self._filename = ""
+        self._interval = 15 * 60.0
+        self._last_sync_time = time.monotonic()
+        self._steps = 0                         # dlib's main_iteration_counter (not saved)
+        self._steps_at_last_sync = 0
+        self._losses_since_sync = deque()       # dlib's previous_loss_values_to_keep_until_disk_sync
+        self._updated_since_sync = False
+        self._prob_thresh = PROB_THRESH_DEFAULT
+        self._nonfinite_seen = False
+        self._consecutive_reloads = 0
+        # without a file on disk: an in-memory copy of the last good state (dnnpy)
+        self._memory_state = None
+        self._memory_state_time = 0.0
+        self._memory_enabled = True
+        self._updated_since_snapshot = False
 
-    def set_synchronization_file(self, filename, time_between_syncs=900, *, seconds=None):
-        """Save the whole trainer state to ``filename`` / ``filename + "_"`` (alternating,
-        the older one is overwritten, atomically) every ``time_between_syncs`` (seconds or a
-        ``timedelta``; default 15 minutes) during training and at the end of ``train()``.
-        If one of the files exists, the newest is loaded now: the trainer (net, solvers,
-        learning rate, counters, loss histories, epoch position) resumes from it. A file for
-        another net type raises ``SerializationError`` naming both types; files are never
-        modified by a failed load. ``seconds=`` is accepted as another name for the interval."""
-        if seconds is not None:
-            time_between_syncs = seconds
-        if isinstance(time_between_syncs, timedelta):
-            seconds = time_between_syncs.total_seconds()
-        else:
-            seconds = float(time_between_syncs)
-        if not seconds >= 0:
-            raise ValueError(f"{_NAME}.set_synchronization_file: time_between_syncs must be >= 0, "
-                             f"got {time_between_syncs!r}")
-        name = os.fspath(filename)
-        if not name:
-            raise ValueError(f"{_NAME}.set_synchronization_file: the file name is empty")
-        newest = _sync.newest_syncfile(name)
-        data = _sync.read_file(newest)
-        if data is not None:
-            self._load_state(data, newest)
-        self._sync_filename = name
-        self._time_between_syncs = seconds
+    # -- settings --------------------------------------------------------------------------
+    @property
+    def filename(self) -> str:
+        """The sync file ("" when none)."""
+        return self._filename
+
+    @property
+    def interval(self) -> float:
+        """Seconds between saves."""
+        return self._interval
+
+    def set_file(self, name, seconds):
+        """Save to ``name`` / ``name + "_"`` every ``seconds`` from now on."""
+        self._filename = name
+        self._interval = float(seconds)
         self._last_sync_time = time.monotonic()
         self._memory_state = None
 
-    def get_synchronization_file(self):
-        return self._sync_filename
+    # -- state shared with the sync file ----------------------------------------------------
+    @property
+    def losses_since_sync(self) -> deque:
+        """The training losses kept for the rising-loss test (written to the sync file)."""
+        return self._losses_since_sync
 
-    def _load_state(self, data, what):
-        """Replace the whole trainer state (and the net, in place) with ``data``; all or nothing."""
-        s = _sync.decode_state(data, what, self)
-        s.pop("commit_net")()
-        s.pop("commit_solvers")()
-        self._rs, self._rs_test = s.pop("rs"), s.pop("rs_test")
-        for key in ("previous_loss_values", "test_previous_loss_values",
-                    "previous_loss_values_to_keep_until_disk_sync"):
-            setattr(self, "_" + key, deque(s.pop(key)))
-        for key, value in s.items():
-            setattr(self, "_" + key, value)
+    def clear_losses(self):
+        """Forget the kept losses (the learning rate was changed by hand)."""
+        self._losses_since_sync.clear()
+
+    def state_loaded(self, losses_since_sync):
+        """The trainer has just loaded a whole state (at ``set_synchronization_file`` or in a
+        reload): take its kept losses, forget any NaN/inf seen."""
+        self._losses_since_sync = deque(losses_since_sync)
         self._nonfinite_seen = False
 
-    def _params_finite(self) -> bool:
-        from ..visitors.walk import visit_layer_parameters
+    # -- events -----------------------------------------------------------------------------
+    def record_step(self, loss):
+        """One training step ran with this mini-batch loss (its update is skipped by the trainer
+        when the loss is not finite; the next sync point then reloads)."""
+        self._steps += 1
+        self._updated_since_sync = self._updated_since_snapshot = True
+        if self._filename:
+            self._losses_since_sync.append(loss)
+        if not math.isfinite(loss):
+            self._nonfinite_seen = True
 
-        ok = True
-
-        def check(t):
-            nonlocal ok
-            if ok and t.size() and not np.all(np.isfinite(t.host_read())):
-                ok = False
-
-        visit_layer_parameters(self._net, check)
-        return ok
-
-    def _sync_to_disk(self, do_it_now=False):
-        if not self._sync_filename:
-            self._memory_guard(do_it_now)
-            return
-        newest = _sync.newest_syncfile(self._sync_filename)
+    def sync_point(self, force=False) -> Optional[sync_event]:
+        """dlib's ``sync_to_disk(force)``, run before every step, at the end of ``train()`` and in
+        ``get_net()``: save when the interval has passed (or ``force``), unless the training went
+        wrong since the last save, in which case reload it instead. Without a file on disk the
+        in-memory copy guards against NaN/inf."""
+        if not self._filename:
+            return self._memory_guard(force)
+        newest = _sync.newest_syncfile(self._filename)
         have_file = os.path.exists(newest)
         if not have_file:
-            self._memory_guard(do_it_now)     # nothing on disk yet: the in-memory copy guards
-        if not self._updated_net_since_last_sync:
-            return
-        now = time.monotonic()
-        if not (now - self._last_sync_time > self._time_between_syncs or do_it_now
+            event = self._memory_guard(force)
+            if event is not None:
+                return event
+        if not self._updated_since_sync:
+            return None
+        if not (time.monotonic() - self._last_sync_time > self._interval or force
                 or self._nonfinite_seen):
-            return
-        self._net.clean()
-        diverged = self._nonfinite_seen or not self._params_finite()
-        if have_file and (diverged or self._loss_increased_since_last_disk_sync()):
-            self._recover(_sync.read_file(newest), newest, diverged)
+            return None
+        self._clean()
+        diverged = self._nonfinite_seen or not self._parameters_finite()
+        if have_file and (diverged or self.loss_increased()):
+            event = self._reload(_sync.read_file(newest), newest, diverged)
         elif diverged:
-            # nothing on disk yet: fall back to the in-memory copy
-            self._recover(self._memory_state, None, True)
+            event = self._reload(self._memory_state, None, True)   # nothing on disk yet
         else:
-            self._save()
+            event = self._save()
         self._last_sync_time = time.monotonic()
-        self._main_iteration_counter_at_last_disk_sync = self._main_iteration_counter
-        self._updated_net_since_last_sync = False
+        self._steps_at_last_sync = self._steps
+        self._updated_since_sync = False
+        return event
 
+    # -- internals --------------------------------------------------------------------------
     def _save(self):
-        data = _sync.encode_state(self)
-        target = _sync.oldest_syncfile(self._sync_filename)
-        other = self._sync_filename + "_" if target == self._sync_filename else self._sync_filename
+        data = self._encode()
+        target = _sync.oldest_syncfile(self._filename)
+        other = self._filename + "_" if target == self._filename else self._filename
         _sync.atomic_write(target, data)
         # keep "newest" well defined on file systems with coarse timestamps
         try:
@@ -128,85 +176,62 @@ class sync_and_guard:
         except FileNotFoundError:
             pass
         self._memory_state = None
-        self._consecutive_recoveries = 0
-        self._say(f"Saved state to {target}")
+        self._consecutive_reloads = 0
+        return sync_event("saved", target)
 
     def _memory_guard(self, force):
-        """Without a sync file: keep an in-memory copy of the last good state and restore it
-        when the loss or the parameters turn NaN/inf (dlib has no guard in this case)."""
-        if not self._memory_guard_enabled:
-            return
+        """Without a sync file on disk: keep an in-memory copy of the last good state and restore
+        it when the loss or the parameters turn NaN/inf (dlib has no guard in this case)."""
+        if not self._memory_enabled:
+            return self._reload(None, None, True) if self._nonfinite_seen else None
         now = time.monotonic()
         if self._memory_state is None and not self._nonfinite_seen:
-            if not self._updated_since_snapshot or self._params_finite():
+            if not self._updated_since_snapshot or self._parameters_finite():
                 self._take_memory_snapshot(now)
-                return
+                return None
         if not self._updated_since_snapshot and not self._nonfinite_seen:
-            return
+            return None
         due = now - self._memory_state_time > self.memory_snapshot_interval
-        if self._nonfinite_seen or ((due or force) and not self._params_finite()):
-            self._recover(self._memory_state, None, True)
-        elif due:
+        if self._nonfinite_seen or ((due or force) and not self._parameters_finite()):
+            return self._reload(self._memory_state, None, True)
+        if due:
             self._take_memory_snapshot(now)
+        return None
 
     def _take_memory_snapshot(self, now):
         try:
-            self._memory_state = _sync.encode_state(self)
+            self._memory_state = self._encode()
         except (ImportError, SerializationError, NotImplementedError, TypeError) as e:
-            self._memory_guard_enabled = False
+            self._memory_enabled = False
             self._memory_state = None
             warnings.warn(f"{_NAME}: cannot keep an in-memory copy of the training state "
                           f"({type(e).__name__}: {e}); NaN/inf losses will not be recovered from "
-                          f"without a synchronization file", RuntimeWarning, stacklevel=4)
+                          f"without a synchronization file", RuntimeWarning, stacklevel=6)
             return
         self._memory_state_time = now
         self._updated_since_snapshot = False
-        self._consecutive_recoveries = 0
+        self._consecutive_reloads = 0
 
-    def _recover(self, data, filename, diverged):
-        """Reload a saved state (``filename``, or the in-memory copy when None) and shrink the
-        learning rate as dlib does; ``diverged`` means NaN/inf rather than a rising loss."""
-        lr_before = self._learning_rate
-        if data is None:
-            # no good state anywhere (diverged before the first snapshot): drop the bad step
-            self._nonfinite_seen = False
-            self._updated_net_since_last_sync = self._updated_since_snapshot = False
-            return
-        source = filename if filename is not None else "the in-memory copy of the last good state"
-        self._load_state(data, source)
-        self._sync_file_reloaded = True
-        self._memory_state_time = time.monotonic()
-        self._updated_net_since_last_sync = self._updated_since_snapshot = False
+    def _reload(self, data, path, diverged):
+        """Load a saved state (``path``, or the in-memory copy when None) through the trainer;
+        ``diverged`` means NaN/inf rather than a rising loss."""
+        self._updated_since_sync = self._updated_since_snapshot = False
         if diverged:
-            self._say(f"Loss or parameters became NaN/inf, reloading saved state from {source}")
-            self._consecutive_recoveries += 1
-            if self._learning_rate_shrink != 1:
-                # dnnpy: always shrink after NaN/inf, compounding over repeated reloads
-                self._learning_rate = min(lr_before, self._learning_rate) * self._learning_rate_shrink
-                self._steps_without_progress = 0
-                self._test_steps_without_progress = 0
-                self._drop_some_previous_loss_values()
-                self._drop_some_test_previous_loss_values()
-            elif self._consecutive_recoveries >= self.max_consecutive_recoveries:
-                raise RuntimeError(
-                    f"{_NAME}: the loss became NaN/inf {self._consecutive_recoveries} times in a row "
-                    f"after reloading {source}, and the learning rate shrink factor is 1 so the "
-                    f"learning rate ({self._learning_rate:g}) cannot be lowered automatically")
-            return
-        self._say(f"Loss has been increasing, reloading saved state from {source}")
-        if self._prob_loss_increasing_thresh >= self._prob_loss_increasing_thresh_max_value:
-            if self._learning_rate_shrink != 1:
-                self._say("(and while at it, also shrinking the learning rate)")
-            self._learning_rate = self._learning_rate_shrink * self._learning_rate
-            self._steps_without_progress = 0
-            self._test_steps_without_progress = 0
-            self._drop_some_previous_loss_values()
-            self._drop_some_test_previous_loss_values()
+            self._consecutive_reloads += 1
+        if data is None:
+            # no good state anywhere (the in-memory copy is disabled): only the bad step is dropped
+            self._nonfinite_seen = False
+            return sync_event("dropped", None, True, False, self._consecutive_reloads)
+        self._restore(data, path if path is not None else IN_MEMORY)
+        self._memory_state_time = time.monotonic()
+        return sync_event("reloaded", path, diverged,
+                          not diverged and self._prob_thresh >= PROB_THRESH_MAX,
+                          self._consecutive_reloads)
 
-    def _loss_increased_since_last_disk_sync(self) -> bool:
+    def loss_increased(self) -> bool:
         """dlib's test: has the loss been rising since (a little before) the last sync?"""
-        since = self._main_iteration_counter - self._main_iteration_counter_at_last_disk_sync
-        keep = self._previous_loss_values_to_keep_until_disk_sync
+        since = self._steps - self._steps_at_last_sync
+        keep = self._losses_since_sync
         while len(keep) > 2 * since:
             keep.popleft()
         if any(not math.isfinite(x) for x in keep):
@@ -214,12 +239,9 @@ class sync_and_guard:
         if len(keep) < 30:
             return False
         prob = max(probability_values_are_increasing(keep), probability_values_are_increasing_robust(keep))
-        if prob > self._prob_loss_increasing_thresh:
+        if prob > self._prob_thresh:
             # make the test harder each time so reloading cannot go on forever
-            self._prob_loss_increasing_thresh = min(0.1 * self._prob_loss_increasing_thresh + 0.9,
-                                                    self._prob_loss_increasing_thresh_max_value)
+            self._prob_thresh = min(0.1 * self._prob_thresh + 0.9, PROB_THRESH_MAX)
             return True
-        self._prob_loss_increasing_thresh = max(self._prob_loss_increasing_thresh ** 10,
-                                                self._prob_loss_increasing_thresh_default_value)
+        self._prob_thresh = max(self._prob_thresh ** 10, PROB_THRESH_DEFAULT)
         return False
-

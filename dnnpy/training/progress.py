@@ -101,7 +101,9 @@ class progress_display:
 
 
 def save_loss_plot(path, train_losses, test_losses=(), title="dnn_trainer loss"):
-    """Write a PNG of the per-step training loss (and test loss) with matplotlib."""
+    """Write a PNG of the losses against the training step with matplotlib. x is the number of
+    training steps taken before the loss was measured: training loss ``i`` (0-based) at x = i,
+    each test loss ``(step, loss)`` at x = step (pairs with an unknown step, None, are left out)."""
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
@@ -114,10 +116,14 @@ def save_loss_plot(path, train_losses, test_losses=(), title="dnn_trainer loss")
     FigureCanvasAgg(fig)
     ax = fig.subplots()
     if len(train_losses):
-        ax.plot(range(1, len(train_losses) + 1), train_losses, lw=0.8, label="training loss")
-    if len(test_losses):
-        ax.plot(range(1, len(test_losses) + 1), test_losses, lw=0.8, label="test loss")
-    ax.set_xlabel("step")
+        ax.plot(range(len(train_losses)), train_losses, lw=0.8, label="training loss")
+    test_losses = [(step, loss) for step, loss in test_losses if step is not None]
+    if test_losses:
+        steps, losses = zip(*test_losses)
+        ax.plot(steps, losses, lw=0.8, marker="." if len(test_losses) < 50 else None,
+                label="test loss")
+        test_losses = list(losses)
+    ax.set_xlabel("training step")
     ax.set_ylabel("loss")
     ax.set_title(title)
     positive = [v for v in list(train_losses) + list(test_losses) if v > 0]

@@ -16,9 +16,15 @@ Layout of a sync file (all dlib encodings, ``dnnpy.serialization.primitives``)::
     values), lr_schedule_pos, test_iter_without_progress_thresh, test_steps_without_progress,
     deque<double> test_previous_loss_values, previous_loss_values_dump_amount,
     test_previous_loss_values_dump_amount, deque<double> previous_loss_values_to_keep_until_disk_sync
-    -- dnnpy's extension --
-    int 2, bool record_loss_history, vector<double> loss history, vector<double> test loss history,
-    unsigned gradient_check_budget (version 2; version 1 files, without it, read as 0)
+    -- dnnpy's extension, version 4 --
+    int 4, bool record_loss_history,
+    uint n, n raw little-endian float64: the loss history (one per training step),
+    uint m, m raw float64: the test losses, then m raw little-endian int64: the training
+    step of each test loss (-1: unknown),
+    unsigned gradient_check_budget
+
+Older extensions still read: 3 (no test steps: they read as unknown), 2 (histories as dlib
+doubles), 1 (also no gradient_check_budget: read as 0).
 
 Reading is all-or-nothing: ``decode_state`` parses the whole file, the net and the solvers
 into staged copies, and only then does the trainer commit it.
@@ -36,7 +42,7 @@ from ..statistics import running_stats, running_stats_decayed
 
 KIND = "dnn_trainer"
 DLIB_TRAINER_VERSION = 13
-EXTENSION_VERSION = 3
+EXTENSION_VERSION = 4
 
 
 def _io():
@@ -70,6 +76,18 @@ def _read_raw_doubles(r, what):
     if n * 8 > r.remaining():
         raise r.error(f"{what} claims {n} values but only {r.remaining()} bytes remain")
     return np.frombuffer(r.raw(n * 8, what), dtype="<f8").tolist()
+
+
+def _read_steps(r, n):
+    """The training step of each of ``n`` test losses (version 4); -1 (unknown) reads as None."""
+    what = "the steps of the test loss history"
+    if n * 8 > r.remaining():
+        raise r.error(f"{what}: {n} values need {n * 8} bytes but only {r.remaining()} remain")
+    start = r.pos
+    steps = np.frombuffer(r.raw(n * 8, what), dtype="<i8")
+    if steps.size and steps.min() < -1:
+        raise r.error(f"{what}: expected steps >= 0 (or -1: unknown), found {int(steps.min())}", start)
+    return [None if v < 0 else int(v) for v in steps.tolist()]
 
 
 def _read_doubles(r, what):
@@ -135,11 +153,13 @@ def encode_state(t) -> bytes:
     _write_doubles(w, t._test_previous_loss_values)
     w.uint(t._previous_loss_values_dump_amount)
     w.uint(t._test_previous_loss_values_dump_amount)
-    _write_doubles(w, t._previous_loss_values_to_keep_until_disk_sync)
+    _write_doubles(w, t._guard.losses_since_sync)
     w.int(EXTENSION_VERSION)
     w.bool(t._record_history)
     _write_raw_doubles(w, t._loss_history)
-    _write_raw_doubles(w, t._test_loss_history)
+    _write_raw_doubles(w, [loss for _, loss in t._test_loss_history])
+    steps = [-1 if step is None else step for step, _ in t._test_loss_history]
+    w.raw(np.asarray(steps, dtype="<i8").tobytes())
     w.uint(t._gradient_check_budget)
     return w.bytes()
 
@@ -230,14 +250,16 @@ def decode_state(data, what, t) -> dict:
             r, "previous_loss_values_to_keep_until_disk_sync")
         start = r.pos
         ext = r.int("the dnnpy extension version")
-        if ext not in (1, 2, EXTENSION_VERSION):
+        if not 1 <= ext <= EXTENSION_VERSION:
             raise r.error(f"expected dnnpy trainer extension version 1 to {EXTENSION_VERSION}, "
                           f"found {ext}", start)
         s["record_history"] = r.bool("record_loss_history")
         # versions 1 and 2 encoded every value as a dlib double; 3 writes raw float64
         read_history = _read_raw_doubles if ext >= 3 else _read_doubles
         s["loss_history"] = read_history(r, "the loss history")
-        s["test_loss_history"] = read_history(r, "the test loss history")
+        test_losses = read_history(r, "the test loss history")
+        steps = _read_steps(r, len(test_losses)) if ext >= 4 else [None] * len(test_losses)
+        s["test_loss_history"] = list(zip(steps, test_losses))
         s["gradient_check_budget"] = r.uint("gradient_check_budget") if ext >= 2 else 0
         if not r.at_end():
             raise r.error(f"expected the end of the sync file, found {r.remaining()} more bytes")

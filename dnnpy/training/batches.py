@@ -1,0 +1,118 @@
+"""How dnn_trainer cuts data into mini-batches and checks them before the net sees them.
+
+* ``epoch_order``: the sample order of one epoch under ``train(..., shuffle=True)``; a function
+  of (seed, epoch) only, so a trainer resumed from a sync file mid-epoch continues the same order.
+* ``take``: a mini-batch of a list or an array, by slice or by indices.
+* ``check_inputs`` / ``check_labels``: non-finite inputs (after the input layer's conversion)
+  and non-finite float labels raise a ``ValueError`` naming the sample in the user's data and
+  its place (epoch, mini-batch, position). The passing case costs one vectorised
+  ``isfinite().all()`` over the converted tensor; the sample is looked for only on failure.
+* ``batch_norm_layer``: the first ``bn_`` of a net, which cannot train on a 1-sample mini-batch.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Callable, NamedTuple
+
+import numpy as np
+
+from ..tensor import resizable_tensor
+
+
+class position(NamedTuple):
+    """Where a mini-batch came from, for error messages.
+
+    ``who``: the trainer call (``"dnn_trainer.train"``); ``locate(j)``: for position ``j`` of
+    the mini-batch, ``(name of the sample in the user's data, where it sits)``."""
+
+    who: str
+    locate: Callable[[int], tuple]
+
+
+def epoch_order(n, seed, epoch) -> np.ndarray:
+    """The permutation of ``range(n)`` that epoch ``epoch`` (0-based) visits under ``seed``."""
+    return np.random.default_rng((int(seed), int(epoch))).permutation(n)
+
+
+def take(seq, index):
+    """``seq[index]`` for a slice; for an index array a gathered list (or array, for arrays)."""
+    if isinstance(index, slice) or isinstance(seq, np.ndarray):
+        return seq[index]
+    return [seq[i] for i in index]
+
+
+def _one(batch, j):
+    return batch[j:j + 1]
+
+
+def _first_nonfinite(a):
+    """``(index tuple, value)`` of the first non-finite value of array ``a``."""
+    where = np.argwhere(~np.isfinite(a))[0]
+    return tuple(int(v) for v in where), a[tuple(where)]
+
+
+def check_inputs(pos: position, net, x, batch):
+    """Raise ValueError if tensor ``x`` (``net.to_tensor(batch)``) holds NaN or inf, naming the
+    first sample of ``batch`` whose conversion does."""
+    a = x.host_read()
+    if a.dtype.kind != "f" or np.isfinite(a).all():
+        return
+    scratch = resizable_tensor()
+    for j in range(len(batch)):
+        one = net.to_tensor(_one(batch, j), scratch).host_read()
+        if not np.isfinite(one).all():
+            bad = int(np.count_nonzero(~np.isfinite(a))) - int(np.count_nonzero(~np.isfinite(one)))
+            (n, k, r, c), value = _first_nonfinite(one)
+            sample, where = pos.locate(j)
+            more = f"; the rest of this mini-batch holds {bad} more" if bad else ""
+            at = f"channel {k}, row {r}, column {c}" + (f" of copy {n}" if one.shape[0] > 1 else "")
+            raise ValueError(f"{pos.who}: {sample} holds non-finite input values ({value} at {at} "
+                             f"of its converted input tensor{more}); it is at {where}. The net "
+                             f"was not run on this mini-batch: repair or remove that sample.")
+    (n, k, r, c), value = _first_nonfinite(a)     # no single sample is to blame
+    raise ValueError(f"{pos.who}: the converted mini-batch holds non-finite input values ({value} "
+                     f"at tensor index ({n}, {k}, {r}, {c})), although no sample does on its own")
+
+
+def _float_labels(labels):
+    """The labels as a float array when they are numbers or float arrays, else None (class
+    indices, boxes, ...: the loss checks those)."""
+    if isinstance(labels, np.ndarray):
+        return labels if labels.dtype.kind == "f" else None
+    first = labels[0]
+    scalar = isinstance(first, numbers.Real) and not isinstance(first, (bool, numbers.Integral))
+    if not (scalar or (isinstance(first, np.ndarray) and first.dtype.kind == "f")):
+        return None
+    try:
+        return np.asarray(labels, dtype=np.float64)
+    except (TypeError, ValueError):
+        return None       # ragged or mixed: the loss judges them
+
+
+def check_labels(pos: position, labels):
+    """Raise ValueError if float labels hold NaN or inf, naming the sample (a regression loss
+    would turn them into a NaN/inf loss, which the divergence guard can only undo)."""
+    arr = _float_labels(labels)
+    if arr is None or np.isfinite(arr).all():
+        return
+    bad = ~np.isfinite(arr.reshape(len(arr), -1)).all(axis=1)
+    j = int(np.argmax(bad))
+    sample, where = pos.locate(j)
+    _, value = _first_nonfinite(np.asarray(arr[j]).reshape(-1))
+    more = int(bad.sum()) - 1
+    extra = f"; {more} more labels of this mini-batch are non-finite too" if more else ""
+    raise ValueError(f"{pos.who}: the label of {sample} is not finite ({value}{extra}); it is at "
+                     f"{where}. The net was not run on this mini-batch: repair or remove that "
+                     f"sample.")
+
+
+def batch_norm_layer(net):
+    """``"layer<i> bn_con"`` for the first ``bn_`` layer of ``net``, or None."""
+    from ..layers.norm import bn_
+    from ..visitors.walk import visit_computational_layers
+
+    found = []
+    visit_computational_layers(net, lambda i, d: found.append(f"layer<{i}> {repr(d).split()[0]}")
+                               if isinstance(d, bn_) else None)
+    return found[0] if found else None
