@@ -81,10 +81,12 @@ def test_dnn_introduction2_quick(tmp_path, capsys):
     assert "testing accuracy" in text and "bn_con -> affine" in text
     assert Path(r["net_path"]).is_file()
     assert 0 <= r["testing_accuracy"] <= 1
+    assert r["file_matches_copy"]          # dlib's file route gives the inference copy
     # the testing type is the training type with every bn_con replaced by affine
     train_t = dnn_introduction2.make_net_type(1)
     test_t = dnn_introduction2.make_net_type(1, testing=True)
     assert repr(test_t) == repr(train_t).replace("bn_con[", "affine[")
+    assert dnnpy.inference_type(train_t) is test_t
     assert "repeat[1, " in repr(train_t) and "add_prev2[" in repr(train_t)
 
 

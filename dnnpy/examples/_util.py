@@ -44,17 +44,9 @@ def make_trainer(net, solver, learning_rate, mini_batch_size, max_epochs, verbos
     return trainer
 
 
-def predict_in_batches(net, images, batch_size=256):
-    """``net(images)`` a slice at a time (keeps memory flat for big test sets)."""
-    out = []
-    for i in range(0, len(images), batch_size):
-        out.append(np.asarray(net(images[i:i + batch_size])))
-    return np.concatenate(out)
-
-
 def accuracy(net, images, labels):
     """``(num_right, num_wrong, accuracy)`` as dlib's examples print them."""
-    predicted = predict_in_batches(net, images)
+    predicted = np.asarray(net(images, batch_size=256))   # bounded memory for big test sets
     right = int(np.sum(predicted == np.asarray(labels)))
     return right, len(labels) - right, right / len(labels)
 

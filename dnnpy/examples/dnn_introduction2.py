@@ -17,9 +17,15 @@ trains in seconds on a CPU, on the shipped digits (upsampled to 16x16, 80/20 spl
 
 1. it trains the ``bn_con`` net with ``adam`` by calling ``trainer.train_one_step`` on random
    mini-batches;
-2. it saves the net (``format="dlib"``: dlib's own bytes) and reads the file into the
-   *testing* net type, where every ``bn_con`` is an ``affine`` layer (dlib's ``affine_`` reads
-   ``bn_`` records: the batch-norm statistics become a fixed scale and shift), then scores it.
+2. it evaluates the *testing* net, where every ``bn_con`` is an ``affine`` layer (the batch-norm
+   running statistics become a fixed scale and shift). dlib writes ``test_net_type tnet =
+   net;``; here ``dnnpy.inference_copy(net)`` derives that type and copies into it (the hand
+   written ``make_net_type(testing=True)`` with ``copy_net_as`` gives the same net). It scores
+   it as trained, then after ``dnnpy.recompute_bn_running_stats(net, train_x)``, which replaces
+   the running statistics (an average over the last 100 mini-batches, mostly taken while the
+   weights were still moving) by statistics of the final weights;
+3. it saves the net in dlib's format and reads the file into the testing net type (dlib's
+   ``affine_`` reads ``bn_`` records), which gives the same outputs.
 """
 
 from __future__ import annotations
@@ -118,17 +124,27 @@ def main(argv=None) -> dict:
     print(f"{args.steps} steps of {args.batch} images in {train_seconds:.1f} s; "
           f"average loss {trainer.get_average_loss():.4f}")
 
+    # dlib: test_net_type tnet = net;
+    tnet = dnnpy.inference_copy(net)
+    print(f"inference copy: bn_con -> affine in {repr(tnet.net_type).count('affine[')} layers")
+    results = {"train_seconds": train_seconds}
+    report_accuracy(tnet, [("testing (as trained)", test_x, test_y)], results)
+    batches = dnnpy.recompute_bn_running_stats(net, train_x, batch_size=args.batch)
+    tnet = dnnpy.inference_copy(net)
+    print(f"recomputed the bn running statistics over {batches} mini-batches of the training data")
+    report_accuracy(tnet, [("training", train_x, train_y), ("testing", test_x, test_y)], results)
+
     net.clean()
     net_path = out / "digits_resnet.dat"
     dnnpy.serialize(net, net_path, format="dlib")
-    # dlib: test_net_type tnet = net;  here through the file: affine_ reads bn_con's records
-    tnet = test_net_type()
-    dnnpy.deserialize(net_path, tnet)
-    print(f"saved the net to {net_path} in dlib's format and read it into the testing net "
-          f"type (bn_con -> affine)")
-
-    results = {"train_seconds": train_seconds, "net_path": net_path}
-    report_accuracy(tnet, [("training", train_x, train_y), ("testing", test_x, test_y)], results)
+    # the same conversion through dlib's file: affine_ reads bn_con's records
+    fnet = test_net_type()
+    dnnpy.deserialize(net_path, fnet)
+    same = np.array_equal(fnet.subnet()(test_x[:32]), tnet.subnet()(test_x[:32]))
+    print(f"saved the net to {net_path} in dlib's format; read into the testing net type it gives "
+          f"{'the same' if same else 'DIFFERENT'} outputs as the inference copy")
+    results["net_path"] = net_path
+    results["file_matches_copy"] = same
     print(f"done in {timer():.1f} s")
     return results
 

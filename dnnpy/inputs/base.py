@@ -73,8 +73,8 @@ def safe_cast(layer, a, dtype, where="the input"):
                 raise ValueError(f"{_name(layer)}.to_tensor: {where} holds {a.dtype} values {lo}..{hi}, "
                                  f"which do not fit {dt.name} ({info.min}..{info.max})")
         return a.astype(dt)
-    fix = (f"np.clip(x, 0, 255).astype(np.uint8), or (x * 255).round().astype(np.uint8) for "
-           f"images in [0, 1]" if dt == np.uint8 else f"x.astype(np.{dt.name})")
+    fix = ("np.clip(x, 0, 255).astype(np.uint8), or (x * 255).round().astype(np.uint8) for "
+           "images in [0, 1]" if dt == np.uint8 else f"x.astype(np.{dt.name})")
     raise ValueError(f"{_name(layer)}.to_tensor: expected {dt.name} data, got {a.dtype} in {where}; "
                      f"convert it first ({fix})")
 
