@@ -18,3 +18,12 @@ def test_readme_python_blocks_run(tmp_path, monkeypatch):
     for i, block in enumerate(runnable):
         exec(compile(block, f"README.md python block {i}", "exec"), namespace)
     assert (tmp_path / "classifier.dnnpy").is_file()
+
+
+def test_docs_first_network_prints_what_the_page_says(capsys):
+    """docs/index.md's first block, run as written, prints the block that follows it."""
+    text = (README.parent / "docs" / "index.md").read_text()
+    code, printed = re.search(r"## A first network.*?```python\n(.*?)```\s*prints\s*```\n(.*?)```",
+                              text, re.S).groups()
+    exec(compile(code, "docs/index.md", "exec"), {})
+    assert capsys.readouterr().out.rstrip("\n") == printed.rstrip("\n")   # print(net) ends with "\n"
