@@ -7,11 +7,10 @@ destination full of NaN and inf: an op that reads what it should overwrite fails
 and destinations include alias views at an offset into a larger storage, so the window
 arithmetic of the device mirror is exercised too.
 
-GPU tests carry ``@pytest.mark.cuda`` and skip without a usable CUDA backend; the signature
-test runs wherever CuPy imports (no GPU needed).
+GPU tests carry ``@pytest.mark.cuda`` and skip without a usable CUDA backend; the twins'
+signatures are compared in test_twins.py.
 """
 
-import inspect
 
 import numpy as np
 import pytest
@@ -30,22 +29,6 @@ def cuda_test(fn):
     for mark in reversed(needs_cuda):
         fn = mark(fn)
     return fn
-
-
-# ----------------------------------------------------------------------------------------
-# no GPU needed
-
-def test_cuda_spatial_signatures_match_cpu():
-    pytest.importorskip("cupy")
-    from dnnpy.tensor_tools.cpu import spatial as cpu_spatial
-    from dnnpy.tensor_tools.cuda import spatial as cuda_spatial
-
-    # pooling_forward / pooling_backward are the cuDNN module's (cuda/pooling.py)
-    expected = [n for n in cpu_spatial.__all__ if not n.startswith("pooling_")]
-    assert sorted(cuda_spatial.__all__) == sorted(expected)
-    for name in expected:
-        assert (inspect.signature(getattr(cuda_spatial, name))
-                == inspect.signature(getattr(cpu_spatial, name))), name
 
 
 # ----------------------------------------------------------------------------------------

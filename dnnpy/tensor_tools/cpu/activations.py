@@ -8,16 +8,9 @@ float64 mode); Python-float scalars do not promote numpy arrays.
 from __future__ import annotations
 
 import numpy as np
+from .._twins import twin_ops
 
-__all__ = [
-    "sigmoid", "sigmoid_gradient", "mish", "mish_gradient", "prelu", "prelu_gradient",
-    "leaky_relu", "leaky_relu_gradient", "tanh", "tanh_gradient", "clipped_relu",
-    "clipped_relu_gradient", "elu", "elu_gradient", "gelu", "gelu_gradient", "smelu",
-    "smelu_gradient", "silu", "silu_gradient",
-    "softmax", "softmax_gradient", "softmax_all", "softmax_all_gradient",
-    "inverse_norms", "dot_prods", "scale_rows", "scale_rows2", "scale_columns",
-    "multiply", "threshold", "rand_generator", "rand_fill_uniform", "rand_fill_gaussian",
-]
+__all__ = twin_ops("activations")
 
 CHANNEL_WISE, PLANE_WISE = 0, 1
 

@@ -3,12 +3,9 @@ checked the shapes. Arithmetic stays in the tensors' dtype (float32, or float64 
 test_layer's float64 mode)."""
 
 import numpy as np
+from .._twins import twin_ops
 
-__all__ = [
-    "multiply_zero_padded", "scale_channels", "embeddings", "embeddings_gradient",
-    "calc_token_freqs", "compute_act_halt_probabilities", "update_act_state",
-    "finalize_act_output", "apply_act_depth_scaling", "act_data_gradient",
-]
+__all__ = twin_ops("merge")
 
 
 def _overlap(*shapes):

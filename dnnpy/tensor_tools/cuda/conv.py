@@ -37,8 +37,9 @@ import numpy as np
 from . import _cudnn as C
 from . import handles as H
 from ._cudnn import CudnnError, api
+from .._twins import twin_ops
 
-__all__ = ["conv_forward", "conv_backward_data", "conv_backward_filters"]
+__all__ = twin_ops("conv")
 
 
 def _env_flag(name):

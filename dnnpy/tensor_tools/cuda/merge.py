@@ -11,12 +11,9 @@ with the CPU's sequential one to rounding (the counts are exact).
 import cupy as cp
 
 from .activations import _ew, _mul, _out, _read
+from .._twins import twin_ops
 
-__all__ = [
-    "multiply_zero_padded", "scale_channels", "embeddings", "embeddings_gradient",
-    "calc_token_freqs", "compute_act_halt_probabilities", "update_act_state",
-    "finalize_act_output", "apply_act_depth_scaling", "act_data_gradient",
-]
+__all__ = twin_ops("merge")
 
 
 def _overlap(*shapes):
