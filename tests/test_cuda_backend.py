@@ -100,6 +100,31 @@ def test_unusable_cuda_warns_once_with_the_reason():
     assert re.search(r"driver|device|cuDNN", lines[2]) and "DNNPY_DISABLE_CUDA=1" in lines[2]
 
 
+def test_a_cudnn_without_a_bound_function_means_the_cpu(monkeypatch):
+    """The whole cuDNN table is bound when the backend is chosen: a library that lacks a
+    function gives a reason (the one warning, the CPU), not an error at the first conv."""
+    import types
+
+    fake_cupy = types.SimpleNamespace(__version__="0", cuda=types.SimpleNamespace(is_available=lambda: True))
+    twin = types.ModuleType("dnnpy.tensor_tools.cuda")
+    loader = types.ModuleType("dnnpy.tensor_tools.cuda._loader")
+    loader.cudnn_info = lambda: {"error": None, "version_string": "9.99.0"}
+    bindings = types.ModuleType("dnnpy.tensor_tools.cuda._cudnn")
+
+    def api():
+        raise AttributeError("/x/libcudnn.so.9: undefined symbol: cudnnConvolutionForward")
+
+    bindings.api = api
+    for name, module in (("cupy", fake_cupy), ("dnnpy.tensor_tools.cuda", twin),
+                         ("dnnpy.tensor_tools.cuda._loader", loader),
+                         ("dnnpy.tensor_tools.cuda._cudnn", bindings)):
+        monkeypatch.setitem(sys.modules, name, module)
+    module, reason = backend._cuda_twin()
+    assert module is None
+    assert reason == ("cuDNN 9.99.0 lacks a function dnnpy calls (AttributeError: /x/libcudnn.so.9: "
+                      "undefined symbol: cudnnConvolutionForward)")
+
+
 def test_force_cpu_nests_and_is_per_thread():
     before = tt.use_cuda()
     with dnnpy.force_cpu():

@@ -76,10 +76,6 @@ def _act():
     return a
 
 
-def _tags(cls, *tags):
-    return cls(*tags)
-
-
 # (id, a function building the layer, dlib's to_xml text, dlib's net_to_dot label or None
 # when dlib's visitor has no overload for the layer: "unhandled layer")
 CASES = [

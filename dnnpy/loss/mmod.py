@@ -302,7 +302,7 @@ class loss_mmod_(loss_layer):
         opts = self._options
         out = self._check(x, sub)
         labels = self._check_labels(_NAME, x, sub, labels)
-        n, k_all, nr, nc = out.shape
+        n, _, nr, nc = out.shape
         nw = len(opts.detector_windows)
         grad = sub.get_gradient_input()
         if grad.shape != out.shape:

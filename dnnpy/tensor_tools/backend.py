@@ -76,6 +76,13 @@ def _cuda_twin():
     if info.get("error"):
         return None, ("cuDNN 9 is missing or unusable (install nvidia-cudnn-cu12 or -cu13, e.g. "
                       f"pip install 'dnnpy[cuda12]'): {info['error']}")
+    try:
+        # bind every cuDNN function the twin calls now, not at the first convolution: a
+        # library without one of them is a reason to use the CPU, not an error mid-training
+        from .cuda._cudnn import api
+        api()
+    except Exception as e:  # noqa: BLE001
+        return None, f"cuDNN {info.get('version_string', '9')} lacks a function dnnpy calls ({type(e).__name__}: {e})"
     return cuda, None
 
 
@@ -112,13 +119,6 @@ def unusable_reason():
     if not _decided:
         _decide()
     return _reason
-
-
-def _reset_for_tests():
-    """Forget the decision (tests change ``DNNPY_DISABLE_CUDA`` between calls)."""
-    global _cuda_module, _decided, _reason
-    with _decide_lock:
-        _cuda_module, _decided, _reason = None, False, None
 
 
 @contextlib.contextmanager

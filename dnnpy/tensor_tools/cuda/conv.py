@@ -62,10 +62,6 @@ def set_allow_tf32(flag=True):
     _settings["allow_tf32"] = bool(flag)
 
 
-def autotune_enabled():
-    return _settings["autotune"]
-
-
 def tf32_allowed():
     return _settings["allow_tf32"]
 
@@ -95,11 +91,6 @@ _BWD_FILTER = _Op("conv_backward_filters", "BackwardFilter", ("tensor", "tensor"
 
 _algorithms = {}            # key -> [(algo, math type, workspace bytes)], best first
 _algorithms_lock = threading.Lock()
-
-
-def clear_algorithm_cache():
-    with _algorithms_lock:
-        _algorithms.clear()
 
 
 def _desc(kind, shape, dtype):
