@@ -223,8 +223,7 @@ def test_kernel_bodies_compile_as_cpp(tmp_path):
 # ----------------------------------------------------------------------------------------
 # GPU: each core op, CPU vs CUDA
 
-def cuda_test(fn):
-    return pytest.mark.cuda(pytest.mark.skipif(not tt.use_cuda(), reason="needs a CUDA GPU (tt.use_cuda() is False)")(fn))
+cuda_test = pytest.mark.cuda  # skipped without the CUDA backend (conftest.py)
 
 TOL = {np.float32: 1e-5, np.float64: 1e-12}
 DTYPES = pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])

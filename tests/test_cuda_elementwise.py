@@ -39,9 +39,7 @@ DTYPES = pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float3
 RTOL = {np.float32: 1e-5, np.float64: 1e-12}
 
 
-def cuda_test(fn):
-    fn = pytest.mark.skipif(not tt.use_cuda(), reason="needs a CUDA GPU (tt.use_cuda() is False)")(fn)
-    return pytest.mark.cuda(fn)
+cuda_test = pytest.mark.cuda  # skipped without the CUDA backend (conftest.py)
 
 
 # ----------------------------------------------------------------------------------------

@@ -19,16 +19,11 @@ import dnnpy
 import dnnpy.tensor_tools as tt
 from dnnpy.tensor import alias_tensor, default_dtype, resizable_tensor
 
-needs_cuda = [pytest.mark.cuda,
-              pytest.mark.skipif(not tt.use_cuda(), reason="needs a CUDA GPU (tt.use_cuda() is False)")]
 DTYPES = pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
 ADD_TO = pytest.mark.parametrize("add_to", [False, True], ids=["assign", "add"])
 
 
-def cuda_test(fn):
-    for mark in reversed(needs_cuda):
-        fn = mark(fn)
-    return fn
+cuda_test = pytest.mark.cuda  # skipped without the CUDA backend (conftest.py)
 
 
 # ----------------------------------------------------------------------------------------
