@@ -125,6 +125,22 @@ def test_a_cudnn_without_a_bound_function_means_the_cpu(monkeypatch):
                       "undefined symbol: cudnnConvolutionForward)")
 
 
+@pytest.mark.skipif(not os.environ.get("DNNPY_CI_GPU_FREE_CHECKS"),
+                    reason="set by .ci/run, which installs torch, CuPy, cuDNN 9 and NVRTC")
+def test_ci_has_what_the_gpu_free_checks_need():
+    """In CI the checks that need CuPy, cuDNN, NVRTC or torch but no GPU must run: a broken
+    install would otherwise turn them into skips that nobody reads."""
+    import cupy  # noqa: F401
+    import torch  # noqa: F401
+
+    from dnnpy.tensor_tools.cuda._loader import load_cudnn
+    from test_cuda_elementwise import _nvrtc
+
+    load_cudnn()
+    assert _nvrtc() is not None, "libnvrtc is not loadable"
+    assert shutil.which("g++"), "g++ compiles the kernel bodies"
+
+
 def test_force_cpu_nests_and_is_per_thread():
     before = tt.use_cuda()
     with dnnpy.force_cpu():
