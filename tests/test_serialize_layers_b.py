@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from dnnpy import SerializationError
-from dnnpy.layers.act import adaptive_computation_time_
+from dnnpy.layers.adaptive_computation_time import adaptive_computation_time_
 from dnnpy.layers.merge import add_prev_, mult_prev_, multm_prev_, scale_, scale_prev_
 from dnnpy.layers.rearrange import concat_, extract_, reorg_, slice_, transpose_
 from dnnpy.layers.resize import reshape_to_, resize_prev_to_tagged_, resize_to_, upsample_
