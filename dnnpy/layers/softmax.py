@@ -9,7 +9,7 @@ import numbers
 
 from .. import tensor_tools as tt
 from ..tensor import resizable_tensor
-from ..tensor_tools.activations import CHANNEL_WISE, PLANE_WISE
+from ..tensor_tools.softmax_family import CHANNEL_WISE, PLANE_WISE
 from ..templates import layer_template
 from ..printing import xml_num
 from ._serial import simple_serial

@@ -31,9 +31,10 @@ __all__ = [
 # joins this package's.
 from ._twins import join_modules as _join_modules
 
-__all__ += _join_modules(__name__, globals(), ("activations", "norm", "spatial", "resize", "merge",
-                                                "solver"))
-from .merge import CHANNEL_WISE, PLANE_WISE  # noqa: E402  (dlib's operation_mode)
+__all__ += _join_modules(__name__, globals(), (
+    "activations", "softmax_family", "rows", "dropout", "norm", "spatial", "resize", "merge", "embedding_table",
+    "adaptive_computation_time", "solver"))
+from .softmax_family import CHANNEL_WISE, PLANE_WISE  # noqa: E402  (dlib's operation_mode)
 
 # ----------------------------------------------------------------------------------------
 # element-wise, reductions, GEMM

@@ -12,6 +12,7 @@ missing, ...) and the CPU twin runs; ``unusable_reason()`` keeps that reason for
 from __future__ import annotations
 
 import contextlib
+import numbers
 import os
 import threading
 import warnings
@@ -161,3 +162,9 @@ def _broadcastable(op, dest, src):
         raise ValueError(
             f"{op}: src{src.shape} cannot be broadcast to dest{dest.shape} "
             "(each src dimension must be 1 or equal to dest's)")
+
+
+def _check_real(op, name, value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{op}: {name} must be a real number, got {value!r}")
+    return float(value)

@@ -11,7 +11,7 @@ dtype, compiled without FMA contraction (see ``activations.py``).
 
 import cupy as cp
 
-from .activations import _ew, _out, _read, _red, _sum, _sum_f64, _sum_sq_f64
+from ._kernels import _ew, _out, _read, _red, _sum, _sum_f64, _sum_sq_f64
 from .._twins import twin_ops
 
 __all__ = twin_ops("norm")
