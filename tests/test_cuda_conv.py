@@ -19,8 +19,9 @@ import dnnpy.tensor_tools as tt
 from dnnpy.tensor import alias_tensor, default_dtype, resizable_tensor
 from dnnpy.tensor_tools import cpu
 
-pytestmark = [pytest.mark.cuda,
-              pytest.mark.skipif(not tt.use_cuda(), reason="needs a CUDA GPU (tt.use_cuda() is False)")]
+from helpers import assert_close_scaled
+
+pytestmark = pytest.mark.cuda  # skipped without the CUDA backend (conftest.py)
 
 DTYPES = pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
 ADD_TO = pytest.mark.parametrize("add_to", [False, True], ids=["assign", "add"])
@@ -69,10 +70,8 @@ def _start(shape, add_to, rng, dtype):
 
 
 def _close(got, want, dtype, what=""):
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.shape == want.shape and got.dtype == want.dtype, what
-    scale = max(1.0, float(np.max(np.abs(want))) if want.size else 1.0)
-    np.testing.assert_allclose(got, want, rtol=RTOL[dtype], atol=RTOL[dtype] * scale, err_msg=what)
+    assert np.asarray(got).dtype == np.asarray(want).dtype, what
+    assert_close_scaled(got, want, RTOL[dtype], what)
 
 
 def _conv_operands(case, rng):

@@ -1,9 +1,7 @@
-"""CUDA twins of the activations, normalisation and merge ops (``tensor_tools/cuda/
-{activations,norm,merge}.py``) against the CPU twin.
+"""CUDA twins of the activation, softmax, row, dropout, normalisation, merge, embedding and
+ACT ops (``tensor_tools/cuda/``, the modules of ``MODULES``) against the CPU twin.
 
-No GPU needed:
-* the three modules import (CuPy installed, no device) and define exactly the CPU twin's
-  names with identical signatures;
+No GPU needed (names and signatures: tests/test_twins.py):
 * every kernel's CUDA code compiles with NVRTC, for float and double, when libnvrtc can be
   loaded (a stand-in harness declares the parameters as CuPy does: a syntax or type error
   in a kernel string fails here instead of on the GPU).
@@ -26,7 +24,6 @@ double: the difference is the CPU's own rounding, ~log2(n)*sqrt(n)*6e-8 relative
 
 import ctypes
 import glob
-import inspect
 import os
 
 import numpy as np
@@ -35,29 +32,14 @@ import pytest
 import dnnpy.tensor_tools as tt
 from dnnpy.tensor import alias_tensor, default_dtype, resizable_tensor
 
-MODULES = ("activations", "norm", "merge")
+# the modules whose kernels are built with --fmad=false (_kernels.py's factories)
+MODULES = ("_kernels", "activations", "softmax_family", "rows", "dropout", "norm", "merge",
+           "embedding_table", "adaptive_computation_time")
 DTYPES = pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
 RTOL = {np.float32: 1e-5, np.float64: 1e-12}
 
 
-def cuda_test(fn):
-    fn = pytest.mark.skipif(not tt.use_cuda(), reason="needs a CUDA GPU (tt.use_cuda() is False)")(fn)
-    return pytest.mark.cuda(fn)
-
-
-# ----------------------------------------------------------------------------------------
-# no GPU needed: names and signatures
-
-@pytest.mark.parametrize("module", MODULES)
-def test_cuda_twin_matches_cpu_names_and_signatures(module):
-    pytest.importorskip("cupy")
-    import importlib
-
-    cpu = importlib.import_module(f"dnnpy.tensor_tools.cpu.{module}")
-    cuda = importlib.import_module(f"dnnpy.tensor_tools.cuda.{module}")
-    assert cuda.__all__ == cpu.__all__
-    for name in cpu.__all__:
-        assert inspect.signature(getattr(cuda, name)) == inspect.signature(getattr(cpu, name)), name
+cuda_test = pytest.mark.cuda  # skipped without the CUDA backend (conftest.py)
 
 
 # ----------------------------------------------------------------------------------------
@@ -163,10 +145,13 @@ def _all_kernels(modules=MODULES):
 
     import cupy
 
-    found = []
+    found, seen = [], set()
     for module in modules:
         mod = importlib.import_module(f"dnnpy.tensor_tools.cuda.{module}")
         for name, obj in sorted(vars(mod).items()):
+            if id(obj) in seen:          # a shared kernel imported from _kernels.py
+                continue
+            seen.add(id(obj))
             if isinstance(obj, (cupy.ElementwiseKernel, cupy.ReductionKernel)):
                 found.append((f"{module}.{name}", obj))
             elif hasattr(obj, "assign") and hasattr(obj, "add"):       # a _grad_kernel pair
@@ -191,8 +176,8 @@ def test_cuda_kernels_compile_with_nvrtc():
 
 
 # The kernels of the other CUDA modules (core ops, solver, resize; spatial has none: pure
-# CuPy copies), compiled as CuPy does by default (FMA contraction on: only activations,
-# norm and merge ask for --fmad=false).
+# CuPy copies), compiled as CuPy does by default (FMA contraction on: only the modules of
+# MODULES ask for --fmad=false).
 CORE_MODULES = ("ops", "solver", "resize", "spatial")
 
 

@@ -31,8 +31,7 @@ from dnnpy.tensor import alias_tensor, default_dtype, resizable_tensor
 from dnnpy.testing import _backward, _fake_subnet, _forward, _parameter_seed
 from test_layers import LAYERS
 
-pytestmark = [pytest.mark.cuda,
-              pytest.mark.skipif(not tt.use_cuda(), reason="needs a CUDA GPU (tt.use_cuda() is False)")]
+pytestmark = pytest.mark.cuda  # skipped without the CUDA backend (conftest.py)
 
 DTYPES = pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
 PARITY_TOL = {np.float32: 2e-4, np.float64: 1e-9}
@@ -50,7 +49,7 @@ def _cupy_sees_a_device():
 # ----------------------------------------------------------------------------------------
 # 1. the backend is on
 
-@pytest.mark.cuda
+@pytest.mark.cuda(guard=True)  # runs, and fails, when the backend is off despite a device
 @pytest.mark.skipif(not _cupy_sees_a_device() or tt.backend._env_disables_cuda(),
                     reason="no CUDA device visible to CuPy (or DNNPY_DISABLE_CUDA set)")
 def test_cuda_backend_is_used_when_a_device_exists():

@@ -7,11 +7,10 @@ destination full of NaN and inf: an op that reads what it should overwrite fails
 and destinations include alias views at an offset into a larger storage, so the window
 arithmetic of the device mirror is exercised too.
 
-GPU tests carry ``@pytest.mark.cuda`` and skip without a usable CUDA backend; the signature
-test runs wherever CuPy imports (no GPU needed).
+GPU tests carry ``@pytest.mark.cuda`` and skip without a usable CUDA backend; the twins'
+signatures are compared in test_twins.py.
 """
 
-import inspect
 
 import numpy as np
 import pytest
@@ -20,32 +19,11 @@ import dnnpy
 import dnnpy.tensor_tools as tt
 from dnnpy.tensor import alias_tensor, default_dtype, resizable_tensor
 
-needs_cuda = [pytest.mark.cuda,
-              pytest.mark.skipif(not tt.use_cuda(), reason="needs a CUDA GPU (tt.use_cuda() is False)")]
 DTYPES = pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
 ADD_TO = pytest.mark.parametrize("add_to", [False, True], ids=["assign", "add"])
 
 
-def cuda_test(fn):
-    for mark in reversed(needs_cuda):
-        fn = mark(fn)
-    return fn
-
-
-# ----------------------------------------------------------------------------------------
-# no GPU needed
-
-def test_cuda_spatial_signatures_match_cpu():
-    pytest.importorskip("cupy")
-    from dnnpy.tensor_tools.cpu import spatial as cpu_spatial
-    from dnnpy.tensor_tools.cuda import spatial as cuda_spatial
-
-    # pooling_forward / pooling_backward are the cuDNN module's (cuda/pooling.py)
-    expected = [n for n in cpu_spatial.__all__ if not n.startswith("pooling_")]
-    assert sorted(cuda_spatial.__all__) == sorted(expected)
-    for name in expected:
-        assert (inspect.signature(getattr(cuda_spatial, name))
-                == inspect.signature(getattr(cpu_spatial, name))), name
+cuda_test = pytest.mark.cuda  # skipped without the CUDA backend (conftest.py)
 
 
 # ----------------------------------------------------------------------------------------

@@ -21,13 +21,13 @@ import numpy as np
 import pytest
 
 import dnnpy
-import dnnpy.tensor_tools as tt
 from dnnpy import bn_con, con, dnn_trainer, fc, input, loss_multiclass_log, max_pool, relu, sgd
 from dnnpy.serialization import from_bytes, to_bytes
 from dnnpy.visitors import visit_layer_parameters
 
-pytestmark = [pytest.mark.cuda,
-              pytest.mark.skipif(not tt.use_cuda(), reason="needs a CUDA GPU (tt.use_cuda() is False)")]
+from helpers import assert_close_scaled
+
+pytestmark = pytest.mark.cuda  # skipped without the CUDA backend (conftest.py)
 
 NET = loss_multiclass_log[fc[3, relu[fc[16, max_pool[2, 2, 2, 2, relu[bn_con[con[4, 3, 3, 1, 1,
                                                                            input[np.float32]]]]]]]]]
@@ -63,9 +63,7 @@ def _outputs(net, x):
 
 
 def _close(a, b, what):
-    scale = max(1.0, float(np.max(np.abs(a), initial=0)))
-    err = float(np.max(np.abs(a - b), initial=0))
-    assert err <= TOL * scale, f"{what}: max|gpu - cpu| = {err} > {TOL} * {scale}"
+    assert_close_scaled(b, a, TOL, what)
 
 
 def _train(net, x, y, on_cpu):

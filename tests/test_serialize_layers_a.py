@@ -17,6 +17,9 @@ from dnnpy.serialization.primitives import Reader, Writer
 from dnnpy.tensor import resizable_tensor
 from dnnpy.testing import _backward, _fake_subnet, _forward
 
+from helpers import read_into, s
+from helpers import ser as to_bytes
+
 
 # -- helpers ----------------------------------------------------------------------------
 
@@ -32,24 +35,6 @@ def _keep_global_rngs():
     saved = copy.deepcopy(base._rng), copy.deepcopy(dropout._seeds)
     yield
     base._rng, dropout._seeds = saved
-
-
-def to_bytes(layer):
-    w = Writer()
-    layer.serialize(w)
-    return w.bytes()
-
-
-def read_into(layer, data):
-    r = Reader(data, "test")
-    layer.deserialize(r)
-    assert r.at_end(), f"{r.remaining()} bytes left unread"
-    return layer
-
-
-def s(text):
-    """dlib's string encoding (length < 256)."""
-    return bytes([1, len(text)]) + text.encode()
 
 
 def i(v):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from dnnpy import SerializationError
-from dnnpy.layers.act import adaptive_computation_time_
+from dnnpy.layers.adaptive_computation_time import adaptive_computation_time_
 from dnnpy.layers.merge import add_prev_, mult_prev_, multm_prev_, scale_, scale_prev_
 from dnnpy.layers.rearrange import concat_, extract_, reorg_, slice_, transpose_
 from dnnpy.layers.resize import reshape_to_, resize_prev_to_tagged_, resize_to_, upsample_
@@ -17,6 +17,7 @@ from dnnpy.templates import tag_templates
 from dnnpy.tensor import resizable_tensor
 from dnnpy.testing import _backward, _fake_subnet, _forward
 
+from helpers import read_into, s, ser
 from layer_cases.merge import CASES as MERGE_CASES
 from layer_cases.spatial import CASES as SPATIAL_CASES
 
@@ -41,24 +42,6 @@ def _keep_init_rng():
     saved = copy.deepcopy(base._rng)
     yield
     base._rng = saved
-
-
-def ser(obj) -> bytes:
-    w = Writer()
-    obj.serialize(w)
-    return w.bytes()
-
-
-def s(text) -> bytes:
-    b = text.encode()
-    return bytes([1, len(b)]) + b
-
-
-def read_into(obj, data):
-    r = Reader(data, "test")
-    obj.deserialize(r)
-    assert r.at_end(), f"{r.remaining()} bytes left after {obj!r}"
-    return obj
 
 
 def _run(layer, sub):

@@ -27,27 +27,9 @@ from dnnpy.loss import (detector_window_details, loss_barlow_twins_, loss_binary
 from dnnpy.serialization.primitives import Reader, Writer
 from dnnpy.templates import tag_templates
 
+from helpers import read_into, s, ser
+
 tag1, tag2, tag3 = tag_templates[:3]
-
-
-def ser(obj) -> bytes:
-    w = Writer()
-    obj.serialize(w)
-    return w.bytes()
-
-
-def s(text) -> bytes:
-    """dlib's string encoding (short strings)."""
-    b = text.encode()
-    return bytes([1, len(b)]) + b
-
-
-def read_into(obj, data: bytes):
-    """Deserialize ``data`` into ``obj``; it must consume every byte."""
-    r = Reader(data, "test")
-    obj.deserialize(r)
-    assert r.at_end(), f"{r.remaining()} bytes left after {obj!r}"
-    return obj
 
 
 def round_trip(make):

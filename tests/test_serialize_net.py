@@ -12,15 +12,11 @@ from dnnpy import (SerializationError, adam, con, fc, input, input_rgb_image, in
                    loss_multiclass_log, relu, repeat, sgd, skip1, tag1, tag2)
 from dnnpy.serialization import MAGIC, Reader, Writer, from_bytes, read_net, to_bytes
 
+from helpers import s
+
 
 def hx(s):
     return bytes.fromhex(s.replace(" ", ""))
-
-
-def s(text):
-    w = Writer()
-    w.string(text)
-    return w.bytes()
 
 
 def tensor_bytes(t):

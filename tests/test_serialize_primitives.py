@@ -1,6 +1,5 @@
-"""dlib's primitive encodings, byte for byte, against the hex values in
-/work/shared/reference/dlib-dat-format.md and dlib-dnn-inventory.md section 10 (verified
-against dlib), and the Reader's errors on malformed input."""
+"""dlib's primitive encodings, byte for byte, against hex values verified against dlib (the
+table in docs/serialization.md, "Formats"), and the Reader's errors on malformed input."""
 
 import math
 

@@ -173,12 +173,6 @@ class rgb_averages:
         w.float32(self.avg_green)
         w.float32(self.avg_blue)
 
-    def _read_avgs(self, r):
-        red = r.float32("avg_red")
-        green = r.float32("avg_green")
-        blue = r.float32("avg_blue")
-        self.avg_red, self.avg_green, self.avg_blue = red, green, blue
-
     def _read_rgb_record(self, r, own):
         """dlib's readers of ``input_rgb_image`` and ``input_rgb_image_pair``: they accept the
         records of input_rgb_image, input_rgb_image_sized (whose nr, nc are read and dropped)

@@ -8,7 +8,7 @@ from .base import (computational_layer, get_bias_learning_rate_multiplier,
                    get_weight_decay_multiplier, set_random_seed)
 
 _MODULES = ["activations", "softmax", "dropout", "conv", "fc", "linear", "norm", "affine",
-            "pooling", "resize", "rearrange", "merge", "transformer", "act"]
+            "pooling", "resize", "rearrange", "merge", "transformer", "adaptive_computation_time"]
 
 __all__ = [
     "computational_layer", "set_random_seed",

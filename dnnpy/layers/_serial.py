@@ -1,8 +1,8 @@
 """Helpers for the layers' ``serialize(w)`` / ``deserialize(r)`` methods (dlib's per-layer
 ``serialize``/``deserialize`` friends). Every read error is a ``SerializationError`` raised
 through ``r.error`` (which adds the byte offset) naming the layer, the field, the value the
-type expects and the value found. Byte formats:
-``/work/shared/reference/dlib-dat-format.md`` and ``dnnpy/serialization/primitives.py``.
+type expects and the value found. Byte formats: docs/serialization.md ("Formats", "Every
+object's record") and ``dnnpy/serialization/primitives.py``.
 
 * ``write_alias``: dlib's default-constructed ``alias_tensor`` has the shape (0,0,0,0)
   while ours says (0,1,1,1); an alias that views nothing is written as dlib's default, so

@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import tensor_tools as tt
 from ..templates import layer_template
-from ..printing import xml_matrix, xml_num
+from ..printing import cpp_num, xml_matrix, xml_num
 from ._serial import simple_serial
 from .base import computational_layer, fmt
 
@@ -82,6 +82,7 @@ class _pointwise_from_input(simple_serial, computational_layer, _identity_map):
 class relu_(computational_layer, _identity_map):
     """``max(0, x)``; in place; ``disable()`` turns it into the identity."""
 
+    dot_name = "relu"
     backward_needs_output = True
 
     def __init__(self):
@@ -135,6 +136,8 @@ class relu_(computational_layer, _identity_map):
 class prelu_(computational_layer, _identity_map):
     """``x > 0 ? x : p*x`` with one learnable scalar ``p`` (params = ``(1,1,1,1)``, set to
     ``initial_param_value`` by ``setup``). Form B: NOT in place (dlib's implementation)."""
+
+    dot_name = "prelu"
 
     def __init__(self, initial_param_value=0.25):
         super().__init__()
@@ -196,10 +199,14 @@ class leaky_relu_(_pointwise_inplace):
     def to_xml(self):
         return f"<leaky_relu alpha='{xml_num(self.alpha)}'/>\n"
 
+    def dot_label(self):
+        return f"leaky_relu | {{ alpha |{{{cpp_num(self.alpha)}}}}}"
+
 
 class sig_(_pointwise_inplace):
     """``1/(1+exp(-x))``."""
 
+    dot_name = "sigmoid"
     _op = "sigmoid"
 
     def __repr__(self):
@@ -212,6 +219,7 @@ class sig_(_pointwise_inplace):
 class htan_(_pointwise_inplace):
     """``tanh(x)``."""
 
+    dot_name = "htan"
     _op = "tanh"
 
     def __repr__(self):
@@ -224,6 +232,7 @@ class htan_(_pointwise_inplace):
 class clipped_relu_(_pointwise_inplace):
     """``min(max(x, 0), ceiling)``."""
 
+    dot_name = "clipped_relu"
     _op, _arg = "clipped_relu", "ceiling"
     _ser_fields = (("ceiling", "float32"),)  # a C++ float
 
@@ -244,6 +253,7 @@ class clipped_relu_(_pointwise_inplace):
 class elu_(_pointwise_inplace):
     """``x > 0 ? x : alpha*(exp(x)-1)``."""
 
+    dot_name = "elu"
     _op, _arg = "elu", "alpha"
     _ser_fields = (("alpha", "float32"),)  # a C++ float
 
@@ -282,10 +292,14 @@ class smelu_(_pointwise_inplace):
     def to_xml(self):
         return f"<smelu beta='{xml_num(self.beta)}'/>\n"
 
+    def dot_label(self):
+        return f"smelu | {{ beta |{{{cpp_num(self.beta)}}}}}"
+
 
 class mish_(_pointwise_from_input):
     """``x*tanh(softplus(x))``; dlib's derivative is clamped to 1 / 0 beyond +-8."""
 
+    dot_name = "mish"
     _op = "mish"
 
     def __repr__(self):
@@ -298,6 +312,7 @@ class mish_(_pointwise_from_input):
 class gelu_(_pointwise_from_input):
     """``0.5*x*(1+erf(x/sqrt(2)))`` (exact erf)."""
 
+    dot_name = "gelu"
     _op = "gelu"
 
     def __repr__(self):
@@ -310,6 +325,7 @@ class gelu_(_pointwise_from_input):
 class silu_(_pointwise_from_input):
     """``x*sigmoid(x)``."""
 
+    dot_name = "silu"
     _op = "silu"
 
     def __repr__(self):

@@ -29,6 +29,7 @@ __all__ = ["affine_", "affine"]
 class affine_(computational_layer):
     """``affine_(mode=FC_MODE)`` or ``affine_(bn_layer)``; see the module docstring."""
 
+    dot_name = "affine"
     backward_needs_output = False
 
     def __init__(self, mode=FC_MODE):

@@ -16,6 +16,7 @@ import numbers
 
 import numpy as np
 
+from ..printing import xml_num
 from ..tensor import resizable_tensor
 
 __all__ = ["computational_layer", "with_multipliers", "randomize_parameters", "set_random_seed",
@@ -56,9 +57,26 @@ def check_int(layer_name, name, value, minimum=None):
 
 
 class computational_layer:
-    """Base class of computational layer details."""
+    """Base class of computational layer details.
+
+    Export is part of the contract (docs/layer_interface.md): ``to_xml()`` returns the
+    layer's element as dlib's ``to_xml`` writes it (``net_to_xml`` refuses a layer without
+    one), and ``dot_label()`` / ``dot_edges`` say how ``net_to_dot`` draws it."""
 
     backward_needs_output = False
+
+    # net_to_dot: how edges reach this layer's node. "chain": from the layer below; "tag":
+    # from the tagged layer, then from the layer below (add_prev_); "tags": from each tagged
+    # layer only (concat_); "resize_as": a dashed edge to the tagged layer, then from below.
+    dot_edges = "chain"
+    dot_name = None  # the node's name, for layers drawn without fields
+
+    def dot_label(self):
+        """The node's label after ``{layer|{i}} | ``: dlib's visitor_net_to_dot text for this
+        layer, e.g. ``"relu"`` or ``"fc | { outputs |{10}}"``. None (``dot_name``'s default)
+        writes dlib's catch-all for layers it does not know: an unterminated ``unhandled
+        layer`` label, which is invalid Graphviz, as in dlib."""
+        return self.dot_name
 
     def __init__(self):
         self.params = resizable_tensor()
@@ -114,6 +132,16 @@ class with_multipliers:
                   f" bias_weight_decay_mult={fmt(self.bias_weight_decay_multiplier)}")
         else:
             s += " use_bias=false"
+        return s
+
+
+    def _multipliers_xml(self, use_bias=True):
+        """The multipliers as dlib's ``to_xml`` writes them (precision 9)."""
+        s = (f" learning_rate_mult='{xml_num(self.learning_rate_multiplier)}'"
+             f" weight_decay_mult='{xml_num(self.weight_decay_multiplier)}'")
+        if use_bias:
+            s += (f" bias_learning_rate_mult='{xml_num(self.bias_learning_rate_multiplier)}'"
+                  f" bias_weight_decay_mult='{xml_num(self.bias_weight_decay_multiplier)}'")
         return s
 
 

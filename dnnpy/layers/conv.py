@@ -10,67 +10,47 @@ runs backwards (docs/transposed_convolution.md).
 from __future__ import annotations
 
 from .. import tensor_tools as tt
+from ..printing import xml_matrix
 from ..tensor import alias_tensor
 from ..templates import layer_template
 from ._serial import (check_fits, expect_same, read_alias, read_multipliers, write_alias,
                       write_multipliers)
+from ._window import sliding_window
 from .base import check_int, computational_layer, randomize_parameters, with_multipliers
 
 __all__ = ["con_", "cont_", "con", "cont"]
 
 
-class _conv_base(computational_layer, with_multipliers):
+_WINDOW_FIELDS = ("nr", "nc", "stride_y", "stride_x", "padding_y", "padding_x")
+
+
+class _conv_base(sliding_window, computational_layer, with_multipliers):
     """Constructor arguments and bookkeeping shared by con_ and cont_."""
 
     _allow_whole_input = False  # con_ accepts nr/nc == 0: the filter spans the whole input
+    _window_noun = "filter"
 
     def __init__(self, num_filters, nr, nc, stride_y, stride_x, padding_y=None, padding_x=None):
         super().__init__()
-        name = type(self).__name__
-        lo = 0 if self._allow_whole_input else 1
-        self.num_filters_ = check_int(name, "num_filters", num_filters, 1)
-        self._nr = check_int(name, "nr", nr, lo)
-        self._nc = check_int(name, "nc", nc, lo)
-        self._stride_y = check_int(name, "stride_y", stride_y, 1)
-        self._stride_x = check_int(name, "stride_x", stride_x, 1)
-        # dlib's defaults: "same" padding for stride 1, none otherwise
-        if padding_y is None:
-            padding_y = 0 if self._stride_y != 1 else self._nr // 2
-        if padding_x is None:
-            padding_x = 0 if self._stride_x != 1 else self._nc // 2
-        self.padding_y_ = check_int(name, "padding_y", padding_y, 0)
-        self.padding_x_ = check_int(name, "padding_x", padding_x, 0)
-        for axis, pad, size in (("y", self.padding_y_, self._nr), ("x", self.padding_x_, self._nc)):
-            if size == 0 and pad != 0:
-                raise ValueError(f"{name}: padding_{axis} must be 0 when the filter spans the whole input")
-            if size != 0 and pad >= size:
-                raise ValueError(f"{name}: padding_{axis}={pad} must be smaller than the filter size {size}")
+        self.num_filters_ = check_int(type(self).__name__, "num_filters", num_filters, 1)
+        self._init_window(nr, nc, stride_y, stride_x, padding_y, padding_x,
+                          0 if self._allow_whole_input else 1)
         self.use_bias = True
-        self.filters = alias_tensor()
-        self.biases = alias_tensor()
+        # dlib's default-constructed alias_tensor: all four dims 0 (nr() of a whole-input
+        # filter is 0 until set up)
+        self.filters = alias_tensor(0, 0, 0, 0)
+        self.biases = alias_tensor(0, 0, 0, 0)
         self._conv = tt.tensor_conv()
 
-    # dlib's accessors
+    # dlib's accessors (the window's are sliding_window's)
     def num_filters(self):
         return self.num_filters_
 
     def nr(self):
-        return self._nr if self._nr else self.filters.nr()
+        return self.nr_ if self.nr_ else self.filters.nr()
 
     def nc(self):
-        return self._nc if self._nc else self.filters.nc()
-
-    def stride_y(self):
-        return self._stride_y
-
-    def stride_x(self):
-        return self._stride_x
-
-    def padding_y(self):
-        return self.padding_y_
-
-    def padding_x(self):
-        return self.padding_x_
+        return self.nc_ if self.nc_ else self.filters.nc()
 
     def set_num_filters(self, num):
         num = check_int(type(self).__name__, "num_filters", num, 1)
@@ -104,18 +84,6 @@ class _conv_base(computational_layer, with_multipliers):
         if self.use_bias:
             tt.assign_conv_bias_gradient(self.biases(params_grad, self.filters.size()), gradient_input)
 
-    # dlib's coordinate maps (used by input_tensor_to_output_tensor): a filter centred on
-    # an input point; nr()//2 and nc()//2 are integer halves, as in dlib.
-    def _conv_map(self, p):
-        x, y = p
-        return ((x + self.padding_x_ - self.nc() // 2) / self._stride_x,
-                (y + self.padding_y_ - self.nr() // 2) / self._stride_y)
-
-    def _conv_unmap(self, p):
-        x, y = p
-        return (x * self._stride_x - self.padding_x_ + self.nc() // 2,
-                y * self._stride_y - self.padding_y_ + self.nr() // 2)
-
     # -- serialization (dlib's serialize/deserialize friends) ----------------------------
     _version = ""            # the version string written
     _versions_read = ()      # the version strings accepted
@@ -128,8 +96,7 @@ class _conv_base(computational_layer, with_multipliers):
         the record cannot hold the bias being disabled or a fused relu)."""
         version = w.version_string(self, self._version, self._old_version_problem)
         w.tensor(self.params)
-        for v in (self.num_filters_, self._nr, self._nc, self._stride_y, self._stride_x,
-                  self.padding_y_, self.padding_x_):
+        for v in (self.num_filters_, *self._window_fields()):
             w.int(v)
         write_alias(w, self.filters)
         write_alias(w, self.biases)
@@ -165,9 +132,7 @@ class _conv_base(computational_layer, with_multipliers):
                           f"{self.num_filters_} (if the file's count was changed with "
                           f"set_num_filters, call set_num_filters({num_filters}) on this layer "
                           f"before reading)", at)
-        for field, expected in (("nr", self._nr), ("nc", self._nc), ("stride_y", self._stride_y),
-                                ("stride_x", self._stride_x), ("padding_y", self.padding_y_),
-                                ("padding_x", self.padding_x_)):
+        for field, expected in zip(_WINDOW_FIELDS, self._window_fields()):
             at = r.pos
             expect_same(r, name, field, r.int(f"{name} {field}"), expected, at)
         self.num_filters_ = num_filters
@@ -189,15 +154,29 @@ class _conv_base(computational_layer, with_multipliers):
         if out_dim != self.num_filters_ or (self.use_bias and self.biases.size() != self.num_filters_):
             raise r.error(f"{name}: the file's filters {self.filters.shape} and biases "
                           f"{self.biases.shape} do not match num_filters={self.num_filters_}")
-        for field, size, got in (("nr", self._nr, self.filters.nr()), ("nc", self._nc, self.filters.nc())):
+        for field, size, got in (("nr", self.nr_, self.filters.nr()), ("nc", self.nc_, self.filters.nc())):
             if size and got != size:
                 raise r.error(f"{name}: the file's filters {self.filters.shape} have {field}={got} "
                               f"but the net type has {size}")
 
+    def _xml(self, name, nr, nc, tail):
+        """dlib's to_xml: the window (``nr``, ``nc`` as each layer's to_xml prints them), the
+        multipliers, use_bias, ``tail``, then the params (filters and biases) as a matrix."""
+        bias = "true" if self.use_bias else "false"
+        return (f"<{name} num_filters='{self.num_filters_}' nr='{nr}' nc='{nc}' "
+                f"stride_y='{self.stride_y_}' stride_x='{self.stride_x_}' "
+                f"padding_y='{self.padding_y_}' padding_x='{self.padding_x_}'"
+                + self._multipliers_xml() + f" use_bias='{bias}'{tail}>\n"
+                + xml_matrix(self.params) + f"</{name}>\n")
+
+    def dot_label(self):
+        return (type(self).__name__.rstrip("_") + f" | {{filters|{{{self.num_filters_}}}}}"
+                + self._window_dot())
+
     def __repr__(self):
         name = type(self).__name__.rstrip("_")
         return (f"{name}\t (num_filters={self.num_filters_}, nr={self.nr()}, nc={self.nc()}, "
-                f"stride_y={self._stride_y}, stride_x={self._stride_x}, "
+                f"stride_y={self.stride_y_}, stride_x={self.stride_x_}, "
                 f"padding_y={self.padding_y_}, padding_x={self.padding_x_})"
                 + self._multipliers_str(self.use_bias))
 
@@ -267,21 +246,21 @@ class con_(_conv_base):
 
     def map_input_to_output(self, p):
         """dlib's con_ map: ``((x + padding_x - nc//2) / stride_x, likewise y)``."""
-        return self._conv_map(p)
+        return self._window_map(p)
 
     def map_output_to_input(self, p):
-        return self._conv_unmap(p)
+        return self._window_unmap(p)
 
     def setup(self, sub):
         x = sub.get_output()
-        nr = self._nr or x.nr()
-        nc = self._nc or x.nc()
+        nr = self.nr_ or x.nr()
+        nc = self.nc_ or x.nc()
         self._allocate((self.num_filters_, x.k(), nr, nc))
 
     def forward(self, sub, output):
         x = sub.get_output()
         filt = self.filters(self.params, 0)
-        self._conv.setup(x, filt, self._stride_y, self._stride_x, self.padding_y_, self.padding_x_)
+        self._conv.setup(x, filt, self.stride_y_, self.stride_x_, self.padding_y_, self.padding_x_)
         if self.use_bias:
             self._conv(False, output, x, filt, self.biases(self.params, self.filters.size()), self.use_relu)
         else:
@@ -302,6 +281,11 @@ class con_(_conv_base):
         s = super().__repr__()
         return s + (" use_relu=true" if self.use_relu else "")
 
+    def to_xml(self):
+        # dlib prints nr(): a whole-input filter (nr 0) shows its size once set up
+        return self._xml("con", self.nr(), self.nc(),
+                         f" use_relu='{'true' if self.use_relu else 'false'}'")
+
 
 class cont_(_conv_base):
     """Transposed convolution: ``out.nr = stride_y*(in.nr - 1) + nr - 2*padding_y``.
@@ -320,22 +304,22 @@ class cont_(_conv_base):
 
     def map_input_to_output(self, p):
         """dlib's cont_ map: the inverse of con_'s (``x*stride_x - padding_x + nc//2``)."""
-        return self._conv_unmap(p)
+        return self._window_unmap(p)
 
     def map_output_to_input(self, p):
-        return self._conv_map(p)
+        return self._window_map(p)
 
     def setup(self, sub):
         x = sub.get_output()
-        self._allocate((x.k(), self.num_filters_, self._nr, self._nc))
+        self._allocate((x.k(), self.num_filters_, self.nr_, self.nc_))
 
     def forward(self, sub, output):
         x = sub.get_output()
         filt = self.filters(self.params, 0)
         output.set_size(x.num_samples(), self.num_filters_,
-                        self._stride_y * (x.nr() - 1) + self._nr - 2 * self.padding_y_,
-                        self._stride_x * (x.nc() - 1) + self._nc - 2 * self.padding_x_)
-        self._conv.setup(output, filt, self._stride_y, self._stride_x, self.padding_y_, self.padding_x_)
+                        self.stride_y_ * (x.nr() - 1) + self.nr_ - 2 * self.padding_y_,
+                        self.stride_x_ * (x.nc() - 1) + self.nc_ - 2 * self.padding_x_)
+        self._conv.setup(output, filt, self.stride_y_, self.stride_x_, self.padding_y_, self.padding_x_)
         self._conv.get_gradient_for_data(False, x, filt, output)
         if self.use_bias:
             tt.add(1, output, 1, self.biases(self.params, self.filters.size()))
@@ -346,6 +330,9 @@ class cont_(_conv_base):
             self._conv.get_gradient_for_filters(False, sub.get_output(), gradient_input,
                                                 self.filters(params_grad, 0))
             self._assign_bias_gradient(params_grad, gradient_input)
+
+    def to_xml(self):
+        return self._xml("cont", self.nr_, self.nc_, "")
 
 
 con = layer_template("con", con_)

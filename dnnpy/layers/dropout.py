@@ -36,6 +36,8 @@ class dropout_(computational_layer, _identity_map):
     forward; no ``1/(1-drop_rate)`` rescaling (dlib's behaviour; use ``multiply_`` with
     ``1-drop_rate`` at inference). ``clean()`` frees the mask."""
 
+    dot_name = "dropout"
+
     def __init__(self, drop_rate=0.5):
         super().__init__()
         self.drop_rate = as_float32(type(self).__name__, "drop_rate", drop_rate)
@@ -83,7 +85,10 @@ class dropout_(computational_layer, _identity_map):
 
 class dropout_rate_(dropout_):
     """``dropout_(percent/100)``; ``percent`` is an integer in [0, 100] (a template
-    argument in dlib). Prints and serializes as a ``dropout_``."""
+    argument in dlib). Prints and serializes as a ``dropout_``; net_to_dot draws it as dlib
+    does, as an ``unhandled layer`` (dlib's dropout overload matches dropout_ itself only)."""
+
+    dot_name = None
 
     def __init__(self, percent):
         percent = check_int("dropout_rate_", "percent", percent, 0)
@@ -96,6 +101,8 @@ class dropout_rate_(dropout_):
 class multiply_(computational_layer, _identity_map):
     """``out = val * in``. ``multiply_(a_dropout_)`` takes ``val = 1 - drop_rate`` (dlib's
     converting constructor, for turning a trained dropout net into an inference net)."""
+
+    dot_name = "multiply"
 
     def __init__(self, val=0.5):
         super().__init__()

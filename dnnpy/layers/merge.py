@@ -25,6 +25,7 @@ class _tag_merge(computational_layer):
     ``<name><id>`` as dlib's ``operator<<`` does."""
 
     _name = ""  # dlib's printed / xml name
+    dot_edges = "tag"
 
     # dlib's record of add_prev_, mult_prev_ and multm_prev_: the version string (the class
     # name) alone; the tag id is not stored
@@ -71,6 +72,7 @@ class add_prev_(_identity_map, _tag_merge):
     """``output = sub + tagged``, zero-padded to the largest of each dimension."""
 
     _name = "add_prev"
+    dot_name = "add"
 
     def forward(self, sub, output):
         t1, t2 = sub.get_output(), self._tagged(sub).get_output()
@@ -89,6 +91,7 @@ class mult_prev_(_identity_map, _tag_merge):
     """``output = sub * tagged`` pointwise, zero-padded to the largest of each dimension."""
 
     _name = "mult_prev"
+    dot_name = "mult"
 
     def forward(self, sub, output):
         t1, t2 = sub.get_output(), self._tagged(sub).get_output()
@@ -106,6 +109,7 @@ class multm_prev_(_identity_map, _tag_merge):
     ``(N, k, sub.nr, tagged.nc)`` (``tt.gemm`` PLANE_WISE, with its matrix rules)."""
 
     _name = "multm_prev"
+    dot_name = "multm"
 
     def forward(self, sub, output):
         t1, t2 = sub.get_output(), self._tagged(sub).get_output()
@@ -177,6 +181,7 @@ class scale_(_scale_base):
     as in squeeze-and-excitation blocks)."""
 
     _name = "scale"
+    dot_name = "scale"
 
     def _roles(self, sub):
         return self._tagged(sub), sub
@@ -186,6 +191,7 @@ class scale_prev_(_identity_map, _scale_base):
     """INPUT is the subnet's output, SCALES the tagged layer's output."""
 
     _name = "scale_prev"
+    dot_name = "scale"
 
     def _roles(self, sub):
         return sub, self._tagged(sub)

@@ -19,7 +19,7 @@ import numbers
 from .. import tensor_tools as tt
 from ..tensor import alias_tensor, resizable_tensor
 from ..templates import layer_template
-from ..printing import xml_matrix
+from ..printing import xml_matrix, xml_num
 from ._serial import read_alias, read_multipliers, write_alias, write_multipliers
 from .base import check_int, computational_layer, fmt, with_multipliers
 
@@ -71,10 +71,7 @@ class _normalization(computational_layer, with_multipliers):
         return tuple(p)
 
     def _xml_attrs(self):
-        return (f" learning_rate_mult='{fmt(self.learning_rate_multiplier)}'"
-                f" weight_decay_mult='{fmt(self.weight_decay_multiplier)}'"
-                f" bias_learning_rate_mult='{fmt(self.bias_learning_rate_multiplier)}'"
-                f" bias_weight_decay_mult='{fmt(self.bias_weight_decay_multiplier)}'")
+        return self._multipliers_xml()
 
     def _write_tail(self, w):
         write_multipliers(w, self)
@@ -119,6 +116,8 @@ class bn_(_normalization):
     variance is unbiased. Inference (num_samples == 1): normalise with the running
     statistics. FC_MODE keeps one gamma/beta/statistic per (k, r, c), CONV_MODE per k.
     """
+
+    dot_name = "batch_norm"
 
     def __init__(self, mode, running_stats_window_size=100, eps=DEFAULT_BATCH_NORM_EPS):
         super().__init__(eps)
@@ -233,7 +232,7 @@ class bn_(_normalization):
                 + self._multipliers_str())
 
     def to_xml(self):
-        return (f"<{self._name()} eps='{fmt(self.eps)}'"
+        return (f"<{self._name()} eps='{xml_num(self.eps)}'"
                 f" running_stats_window_size='{self.running_stats_window_size}'"
                 + self._xml_attrs() + ">\n" + xml_matrix(self.params) + f"</{self._name()}>\n")
 
@@ -242,6 +241,8 @@ class layer_norm_(_normalization):
     """Layer normalisation (dlib's implementation): per sample, mean and variance over all
     k*nr*nc values; ``out = (x - mean)*invstd*gamma[k] + beta[k]``. Params ``[gamma,
     beta]``, each ``(1, k)``, initialised to 1 and 0."""
+
+    dot_name = "layer_norm"
 
     def __init__(self, eps=DEFAULT_LAYER_NORM_EPS):
         super().__init__(eps)
@@ -296,7 +297,7 @@ class layer_norm_(_normalization):
         return f"layer_norm eps={fmt(self.eps)}" + self._multipliers_str()
 
     def to_xml(self):
-        return (f"<layer_norm eps='{fmt(self.eps)}'" + self._xml_attrs() + ">\n"
+        return (f"<layer_norm eps='{xml_num(self.eps)}'" + self._xml_attrs() + ">\n"
                 + xml_matrix(self.params) + "</layer_norm>\n")
 
 
@@ -305,6 +306,8 @@ class rms_norm_(_normalization):
     over all k*nr*nc values of a sample; ``out = x*scale[n]*gamma[k]``. Params ``[gamma]``,
     ``(1, k)``, initialised to 1 (the bias multipliers exist, as in dlib, but there is no
     bias)."""
+
+    dot_name = "rms_norm"
 
     def __init__(self, eps=DEFAULT_RMS_NORM_EPS):
         super().__init__(eps)
@@ -345,7 +348,7 @@ class rms_norm_(_normalization):
         return f"rms_norm (eps={fmt(self.eps)})" + self._multipliers_str()
 
     def to_xml(self):
-        return (f"<rms_norm eps='{fmt(self.eps)}'" + self._xml_attrs() + ">\n"
+        return (f"<rms_norm eps='{xml_num(self.eps)}'" + self._xml_attrs() + ">\n"
                 + xml_matrix(self.params) + "</rms_norm>\n")
 
 

@@ -13,13 +13,14 @@ from __future__ import annotations
 from .. import tensor_tools as tt
 from ..templates import layer_template
 from ._serial import expect_same
-from .base import check_int, computational_layer
+from ._window import sliding_window
+from .base import computational_layer
 
 __all__ = ["max_pool_", "avg_pool_", "max_pool", "avg_pool", "max_pool_everything",
            "avg_pool_everything"]
 
 
-class _pool_base(computational_layer):
+class _pool_base(sliding_window, computational_layer):
     """What max_pool_ and avg_pool_ share (dlib form A: backward reads the output)."""
 
     backward_needs_output = True
@@ -27,47 +28,11 @@ class _pool_base(computational_layer):
 
     def __init__(self, nr, nc, stride_y, stride_x, padding_y=None, padding_x=None):
         super().__init__()
-        name = type(self).__name__
-        self._nr = check_int(name, "nr", nr, 0)
-        self._nc = check_int(name, "nc", nc, 0)
-        self._stride_y = check_int(name, "stride_y", stride_y, 1)
-        self._stride_x = check_int(name, "stride_x", stride_x, 1)
-        if padding_y is None:
-            padding_y = 0 if self._stride_y != 1 else self._nr // 2
-        if padding_x is None:
-            padding_x = 0 if self._stride_x != 1 else self._nc // 2
-        self.padding_y_ = check_int(name, "padding_y", padding_y, 0)
-        self.padding_x_ = check_int(name, "padding_x", padding_x, 0)
-        for axis, pad, size in (("y", self.padding_y_, self._nr), ("x", self.padding_x_, self._nc)):
-            if size == 0 and pad != 0:
-                raise ValueError(f"{name}: padding_{axis} must be 0 when the window spans the whole "
-                                 f"input, got {pad}")
-            if size != 0 and pad >= size:
-                raise ValueError(f"{name}: padding_{axis}={pad} must be smaller than the window "
-                                 f"size {size}")
+        self._init_window(nr, nc, stride_y, stride_x, padding_y, padding_x, 0)
         self._pool = tt.pooling()
 
-    # dlib's accessors
-    def nr(self):
-        return self._nr
-
-    def nc(self):
-        return self._nc
-
-    def stride_y(self):
-        return self._stride_y
-
-    def stride_x(self):
-        return self._stride_x
-
-    def padding_y(self):
-        return self.padding_y_
-
-    def padding_x(self):
-        return self.padding_x_
-
     def _setup_pool(self, x):
-        args = (self._nr or x.nr(), self._nc or x.nc(), self._stride_y, self._stride_x,
+        args = (self.nr_ or x.nr(), self.nc_ or x.nc(), self.stride_y_, self.stride_x_,
                 self.padding_y_, self.padding_x_)
         if self._kind == "max":
             self._pool.setup_max_pooling(*args)
@@ -88,46 +53,40 @@ class _pool_base(computational_layer):
         self._pool.get_gradient(gradient_input, computed_output, x, sub.get_gradient_input())
 
     def map_input_to_output(self, p):
-        # dlib: integer nc()/2, then a double division by the stride
-        x, y = p
-        return ((x + self.padding_x_ - self._nc // 2) / self._stride_x,
-                (y + self.padding_y_ - self._nr // 2) / self._stride_y)
+        return self._window_map(p)
 
     def map_output_to_input(self, p):
-        x, y = p
-        return (x * self._stride_x - self.padding_x_ + self._nc // 2,
-                y * self._stride_y - self.padding_y_ + self._nr // 2)
+        return self._window_unmap(p)
 
     def serialize(self, w):
         """dlib's "max_pool_2" / "avg_pool_2": the template's nr, nc, strides, then the
         paddings (all ints)."""
         w.string(f"{self._kind}_pool_2")
-        for v in (self._nr, self._nc, self._stride_y, self._stride_x, self.padding_y_, self.padding_x_):
+        for v in self._window_fields():
             w.int(v)
 
     def deserialize(self, r):
         """Every value must be the net type's (dlib checks them all)."""
         name = type(self).__name__
         r.expect_string(f"{self._kind}_pool_2")
-        for field, expected in (("nr", self._nr), ("nc", self._nc), ("stride_y", self._stride_y),
-                                ("stride_x", self._stride_x), ("padding_y", self.padding_y_),
-                                ("padding_x", self.padding_x_)):
+        for field, expected in zip(("nr", "nc", "stride_y", "stride_x", "padding_y", "padding_x"),
+                                   self._window_fields()):
             at = r.pos
             expect_same(r, name, field, r.int(f"{name} {field}"), expected, at)
 
     def __deepcopy__(self, memo):
         # dlib's copy constructor: the tt.pooling object is not copied (setup redoes it)
-        return type(self)(self._nr, self._nc, self._stride_y, self._stride_x,
-                          self.padding_y_, self.padding_x_)
+        return type(self)(*self._window_fields())
 
     def __repr__(self):
-        return (f"{self._kind}_pool (nr={self._nr}, nc={self._nc}, stride_y={self._stride_y}, "
-                f"stride_x={self._stride_x}, padding_y={self.padding_y_}, padding_x={self.padding_x_})")
+        return (f"{self._kind}_pool (nr={self.nr_}, nc={self.nc_}, stride_y={self.stride_y_}, "
+                f"stride_x={self.stride_x_}, padding_y={self.padding_y_}, padding_x={self.padding_x_})")
 
     def to_xml(self):
-        return (f"<{self._kind}_pool nr='{self._nr}' nc='{self._nc}' stride_y='{self._stride_y}' "
-                f"stride_x='{self._stride_x}' padding_y='{self.padding_y_}' "
-                f"padding_x='{self.padding_x_}'/>\n")
+        return f"<{self._kind}_pool {self._window_xml()}/>\n"
+
+    def dot_label(self):
+        return f"{self._kind}_pool" + self._window_dot()
 
 
 class max_pool_(_pool_base):

@@ -73,10 +73,16 @@ class reorg_(computational_layer):
     def to_xml(self):
         return f"<reorg row_stride='{self.row_stride}' col_stride='{self.col_stride}'/>\n"
 
+    def dot_label(self):
+        if (self.row_stride, self.col_stride) == (1, 1):
+            return "reorg"
+        return f"reorg | {{stride|{{{self.row_stride},{self.col_stride}}}}}"
+
 
 class transpose_(version_only, computational_layer):
     """Transposes every ``nr x nc`` plane: ``out(n, k, c, r) = in(n, k, r, c)``."""
 
+    dot_name = "transpose"
     _ser_version = "transpose_"
 
     def forward(self, sub, output):
@@ -151,10 +157,14 @@ class extract_(computational_layer):
     def to_xml(self):
         return f"<extract offset='{self.offset}' k='{self.k}' nr='{self.nr}' nc='{self.nc}'/>\n"
 
+    def dot_label(self):
+        return "extract" + "".join(f" | {{{name}|{{{getattr(self, name)}}}}}"
+                                   for name in ("offset", "k", "nr", "nc"))
+
 
 class slice_(computational_layer):
     """The 3-D crop ``in[:, offset_k:offset_k+k, offset_nr:offset_nr+nr,
-    offset_nc:offset_nc+nc]``."""
+    offset_nc:offset_nc+nc]``. dlib's net_to_dot does not know it (``unhandled layer``)."""
 
     _SER_FIELDS = ("offset_k", "offset_nr", "offset_nc", "k", "nr", "nc")
 
@@ -212,6 +222,8 @@ class slice_(computational_layer):
 class concat_(_keeps_tags, computational_layer):
     """Concatenates the outputs of the tagged layers along k, in the order of ``tags``
     (they must agree in num_samples, nr and nc). Its own subnet only hosts the tags."""
+
+    dot_name, dot_edges = "concat", "tags"
 
     def __init__(self, *tags):
         super().__init__()

@@ -67,6 +67,11 @@ class upsample_(_bilinear_resample):
     def to_xml(self):
         return f"<upsample scale_y='{self.scale_y}' scale_x='{self.scale_x}'/>\n"
 
+    def dot_label(self):
+        if (self.scale_y, self.scale_x) == (1, 1):
+            return "upsample"
+        return f"upsample | {{scale|{{{self.scale_y},{self.scale_x}}}}}"
+
 
 class resize_to_(_bilinear_resample):
     """Bilinear resize of every plane to ``NR x NC``; ``scale_y = NR / in.nr`` and
@@ -109,6 +114,9 @@ class resize_to_(_bilinear_resample):
 
     def to_xml(self):
         return f"<resize_to nr='{self.NR}' nc='{self.NC}'/>\n"
+
+    def dot_label(self):
+        return f"resize_to | {{size|{{{self.NR},{self.NC}}}}}"
 
 
 def _check_dim(name, value):
@@ -240,6 +248,12 @@ class reshape_to_(computational_layer):
         return (f"<reshape_to k='{self.output_k}' nr='{self.output_nr}' nc='{self.output_nc}' "
                 f"mode='{self._mode()}'/>\n")
 
+    def dot_label(self):
+        # the template's arguments, -1 written "unchanged"
+        return "reshape_to" + "".join(
+            f" | {{{name}|{{{'unchanged' if v == -1 else v}}}}}"
+            for name, v in (("k", self.k_), ("nr", self.nr_), ("nc", self.nc_)))
+
 
 def _flatten(k, nr, nc):
     """dlib's ``flatten<k, nr, nc>`` is ``reshape_to_<k*nr*nc, 1, 1>``: its arguments are
@@ -276,6 +290,7 @@ class resize_prev_to_tagged_(version_only, _keeps_tags, computational_layer):
     when they already agree); k and num_samples are the subnet's."""
 
     _ser_version = "resize_prev_to_tagged_"  # the tag id is not stored (dlib)
+    dot_name, dot_edges = "resize_as", "resize_as"
 
     def __init__(self, tag):
         super().__init__()

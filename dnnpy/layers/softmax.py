@@ -9,7 +9,7 @@ import numbers
 
 from .. import tensor_tools as tt
 from ..tensor import resizable_tensor
-from ..tensor_tools.activations import CHANNEL_WISE, PLANE_WISE
+from ..tensor_tools.softmax_family import CHANNEL_WISE, PLANE_WISE
 from ..templates import layer_template
 from ..printing import xml_num
 from ._serial import simple_serial
@@ -27,6 +27,7 @@ class softmax_(simple_serial, computational_layer):
     as dlib's implementation does (its comment says per plane); an all -inf row gives 0s.
     The mode is a template argument in dlib, so it is not serialized."""
 
+    dot_name = "softmax"
     backward_needs_output = True
 
     def __init__(self, mode=CHANNEL_WISE):
@@ -54,6 +55,7 @@ class softmax_(simple_serial, computational_layer):
 class softmax_all_(simple_serial, computational_layer):
     """Softmax over all ``k*nr*nc`` values of each sample."""
 
+    dot_name = "softmax_all"
     backward_needs_output = True
 
     def forward_inplace(self, input, output):
@@ -78,6 +80,8 @@ class l2normalize_(simple_serial, computational_layer):
     ``norm`` (the inverse norms of the last forward) and ``temp`` are caches shared by
     forward and backward; dlib does not serialize them.
     """
+
+    dot_name = "l2normalize"
 
     backward_needs_output = True
 

@@ -23,7 +23,7 @@ from ..templates import layer_template
 from . import base
 from ._serial import assign_tensor, version_only
 from .base import check_int, computational_layer, fmt
-from ..printing import xml_matrix
+from ..printing import cpp_num, xml_matrix, xml_num
 
 __all__ = ["tril_", "tril", "tril_mask", "tril_diag", "zero_tag", "neg_infinity_tag",
            "positional_encodings_", "positional_encodings", "embeddings_", "embeddings"]
@@ -120,7 +120,10 @@ class tril_(computational_layer):
         return f"tril (diag={self.diag}, diag_value={fmt(self.diag_value)})"
 
     def to_xml(self):
-        return f"<tril diag='{self.diag}' diag_value='{fmt(self.diag_value)}'/>\n"
+        return f"<tril diag='{self.diag}' diag_value='{xml_num(self.diag_value)}'/>\n"
+
+    def dot_label(self):
+        return f"tril | {{diag|{{{self.diag}}}}} | {{diag_value|{{{cpp_num(self.diag_value)}}}}}"
 
 
 def _tril_diag(diag, num, den):
@@ -141,6 +144,7 @@ class positional_encodings_(version_only, computational_layer):
     and nc at setup; PE is rebuilt whenever the input's dimensions change.
     """
 
+    dot_name = "positional_encodings"
     _ser_version = "positional_encodings_"  # dlib stores nothing else (PE is rebuilt)
 
     def __init__(self, sequence_dim=1, embedding_dim=1):
@@ -291,8 +295,12 @@ class embeddings_(computational_layer):
 
     def to_xml(self):
         return (f"<embeddings num_embeddings='{self.num_embeddings}' embedding_dim='{self.embedding_dim}'"
-                f" learning_rate_mult='{fmt(self.learning_rate_multiplier)}'>\n"
+                f" learning_rate_mult='{xml_num(self.learning_rate_multiplier)}'>\n"
                 + xml_matrix(self.embs) + "</embeddings>\n")
+
+    def dot_label(self):
+        return (f"embeddings | {{num_embeddings|{{{self.num_embeddings}}}}}"
+                f" | {{embedding_dim|{{{self.embedding_dim}}}}}")
 
 
 embeddings = layer_template("embeddings", embeddings_)

@@ -105,6 +105,23 @@ def _warn(msg):
     warnings.warn(msg, stacklevel=3)
 
 
+def _greedy_nms(dets, max_dets, overlaps_nms, keep):
+    """dlib's greedy non-max suppression over ``dets`` (best first): each detection not
+    suppressed by an earlier kept one is offered to ``keep(det)``; a kept one (True) counts
+    toward ``max_dets`` and suppresses the later detections it overlaps."""
+    kept = 0
+    suppressed = np.zeros(len(dets), dtype=bool)
+    for d in range(len(dets)):
+        if kept >= max_dets:
+            break
+        if suppressed[d]:
+            continue
+        det = dets[d]
+        if keep(det):
+            kept += 1
+            suppressed |= dets.overlapping(det.rect, overlaps_nms)
+
+
 class loss_mmod_(loss_layer):
     """dlib's ``loss_mmod_(options)``; ``options`` defaults to ``mmod_options()``."""
 
@@ -302,7 +319,7 @@ class loss_mmod_(loss_layer):
         opts = self._options
         out = self._check(x, sub)
         labels = self._check_labels(_NAME, x, sub, labels)
-        n, k_all, nr, nc = out.shape
+        n, _, nr, nc = out.shape
         nw = len(opts.detector_windows)
         grad = sub.get_gradient_input()
         if grad.shape != out.shape:
@@ -310,7 +327,6 @@ class loss_mmod_(loss_layer):
         g_all = grad.host_write_only()
         g_all[...] = 0
         data = np.asarray(out.host_read())
-        gtype = g_all.dtype.type
         scale = 1.0 / (nr * nc * n * nw)
         loss = 0.0
         thresh_adjust = 0.0
@@ -327,107 +343,129 @@ class loss_mmod_(loss_layer):
             if len(dets) > max_initial:  # later samples skip the hopeless low scores
                 thresh_adjust = max(thresh_adjust, dets[max_initial].confidence + opts.loss_per_false_alarm)
 
-            # every usable truth box starts as a miss, minus its score
-            loss += len(truth) * opts.loss_per_missed_target
-            truth_idxs = []
-            idx_to_rect = {}
-            for b in truth:
-                if b.ignore:
-                    loss -= opts.loss_per_missed_target
-                    truth_idxs.append(-1)
-                    continue
-                found = self._image_rect_to_feat_coord(x, b.rect, b.label, sub)
-                if found is None:
-                    loss -= opts.loss_per_missed_target
-                    truth_idxs.append(-1)
-                    continue
-                (px, py), k = found
-                idx = (k * nr + py) * nc + px
-                if idx in idx_to_rect:
-                    if not opts.be_quiet:
-                        _warn(f"Warning, ignoring object.  We encountered a truth rectangle located at "
-                              f"{b.rect}, and we are ignoring it because it maps to the exact same feature "
-                              f"coordinates as another truth rectangle located at {idx_to_rect[idx]}.")
-                    loss -= opts.loss_per_missed_target
-                    truth_idxs.append(-1)
-                    continue
-                loss -= float(out_i[idx])
-                g[idx] = gtype(-scale)
-                truth_idxs.append(idx)
-                idx_to_rect[idx] = b.rect
-
-            # loss-augmented score of the detections hitting each truth box
-            score_hits = [0.0] * len(truth)
-            hit = [False] * len(truth)
-            final = []
-            suppressed = np.zeros(len(dets), dtype=bool)
-            for d in range(len(dets)):
-                if len(final) >= max_dets:
-                    break
-                if suppressed[d]:
-                    continue
-                det = dets[d]
-                label = opts.detector_windows[det.channel].label
-                match, j = self._find_best_match(truth, hit, det.rect, label)
-                final.append(det.rect)
-                suppressed |= dets.overlapping(det.rect, opts.overlaps_nms)
-                if match > opts.truth_match_iou_threshold:
-                    if not hit[j]:
-                        hit[j] = True
-                        score_hits[j] += det.confidence
-                    else:
-                        score_hits[j] += det.confidence + opts.loss_per_false_alarm
-
-            # truth boxes NMS would always suppress (another truth box overlaps them) are ignored
-            for j, b in enumerate(truth):
-                if hit[j] or b.ignore:
-                    continue
-                _, best = self._find_best_match_excluding(truth, b.rect, j)
-                if best == j or truth[best].ignore:
-                    continue
-                other = truth[best].rect
-                if opts.overlaps_nms(other, b.rect) and truth_idxs[j] != -1:
-                    idx = truth_idxs[j]
-                    loss -= opts.loss_per_missed_target - float(out_i[idx])
-                    g[idx] = 0
-                    if not opts.be_quiet:
-                        _warn(f"Warning, ignoring object.  We encountered a truth rectangle located at {b.rect} "
-                              f"that is suppressed by non-max-suppression because it is overlapped by another "
-                              f"truth rectangle located at {other} (IoU:{box_intersection_over_union(other, b.rect):g}, "
-                              f"Percent covered:{box_percent_covered(other, b.rect):g}).")
-
-            # the detections that jointly maximise loss + score
-            hit = [False] * len(truth)
-            final = []
-            suppressed = np.zeros(len(dets), dtype=bool)
-            for d in range(len(dets)):
-                if len(final) >= max_dets:
-                    break
-                if suppressed[d]:
-                    continue
-                det = dets[d]
-                kept = len(final)
-                label = opts.detector_windows[det.channel].label
-                match, j = self._find_best_match(truth, hit, det.rect, label)
-                if match > opts.truth_match_iou_threshold:
-                    if score_hits[j] > opts.loss_per_missed_target:
-                        final.append(det)
-                        if not hit[j]:
-                            hit[j] = True
-                            loss -= opts.loss_per_missed_target
-                            if opts.use_bounding_box_regression:
-                                loss += self._bbr_loss(det, truth[j].rect, out_i, g, scale)
-                        else:
-                            loss += opts.loss_per_false_alarm
-                elif not self._overlaps_ignore_box(truth, det.rect):
-                    final.append(det)  # hit nothing
-                    loss += opts.loss_per_false_alarm
-                if len(final) > kept:  # later detections overlapping this one are suppressed
-                    suppressed |= dets.overlapping(det.rect, opts.overlaps_nms)
-            for det in final:
-                loss += float(out_i[det.offset])
-                g[det.offset] += gtype(scale)
+            # the loss is one running sum, updated in dlib's order (so rounds as dlib's does)
+            loss, truth_idxs = self._score_truths(loss, x, sub, truth, (nr, nc), out_i, g, scale)
+            score_hits, hit = self._truth_hit_scores(dets, truth, max_dets)
+            loss = self._ignore_unhittable_truths(loss, truth, hit, truth_idxs, out_i, g)
+            loss = self._pick_detections(loss, dets, truth, score_hits, max_dets, out_i, g, scale)
         return loss / n
+
+    # the four steps of one sample's loss (dlib's loop body, in its order); each takes the
+    # running loss and returns it updated
+    def _score_truths(self, loss, x, sub, truth, plane, out_i, g, scale):
+        """Every usable truth box starts as a miss, minus its score (gradient -scale at its
+        feature coordinate). Returns the loss and each box's flat index (-1: not usable)."""
+        opts = self._options
+        nr, nc = plane
+        gtype = g.dtype.type
+        loss += len(truth) * opts.loss_per_missed_target
+        truth_idxs = []
+        idx_to_rect = {}
+        for b in truth:
+            if b.ignore:
+                loss -= opts.loss_per_missed_target
+                truth_idxs.append(-1)
+                continue
+            found = self._image_rect_to_feat_coord(x, b.rect, b.label, sub)
+            if found is None:
+                loss -= opts.loss_per_missed_target
+                truth_idxs.append(-1)
+                continue
+            (px, py), k = found
+            idx = (k * nr + py) * nc + px
+            if idx in idx_to_rect:
+                if not opts.be_quiet:
+                    _warn(f"Warning, ignoring object.  We encountered a truth rectangle located at "
+                          f"{b.rect}, and we are ignoring it because it maps to the exact same feature "
+                          f"coordinates as another truth rectangle located at {idx_to_rect[idx]}.")
+                loss -= opts.loss_per_missed_target
+                truth_idxs.append(-1)
+                continue
+            loss -= float(out_i[idx])
+            g[idx] = gtype(-scale)
+            truth_idxs.append(idx)
+            idx_to_rect[idx] = b.rect
+        return loss, truth_idxs
+
+    def _truth_hit_scores(self, dets, truth, max_dets):
+        """The first NMS pass: the loss-augmented score of the detections hitting each truth
+        box (a repeated hit also counts a false alarm), and which boxes were hit."""
+        opts = self._options
+        score_hits = [0.0] * len(truth)
+        hit = [False] * len(truth)
+
+        def keep(det):
+            label = opts.detector_windows[det.channel].label
+            match, j = self._find_best_match(truth, hit, det.rect, label)
+            if match > opts.truth_match_iou_threshold:
+                if not hit[j]:
+                    hit[j] = True
+                    score_hits[j] += det.confidence
+                else:
+                    score_hits[j] += det.confidence + opts.loss_per_false_alarm
+            return True  # every detection NMS lets through counts
+
+        _greedy_nms(dets, max_dets, opts.overlaps_nms, keep)
+        return score_hits, hit
+
+    def _ignore_unhittable_truths(self, loss, truth, hit, truth_idxs, out_i, g):
+        """Truth boxes NMS would always suppress (another truth box overlaps them) are
+        ignored: their miss and score are taken back."""
+        opts = self._options
+        for j, b in enumerate(truth):
+            if hit[j] or b.ignore:
+                continue
+            _, best = self._find_best_match_excluding(truth, b.rect, j)
+            if best == j or truth[best].ignore:
+                continue
+            other = truth[best].rect
+            if opts.overlaps_nms(other, b.rect) and truth_idxs[j] != -1:
+                idx = truth_idxs[j]
+                loss -= opts.loss_per_missed_target - float(out_i[idx])
+                g[idx] = 0
+                if not opts.be_quiet:
+                    _warn(f"Warning, ignoring object.  We encountered a truth rectangle located at {b.rect} "
+                          f"that is suppressed by non-max-suppression because it is overlapped by another "
+                          f"truth rectangle located at {other} (IoU:{box_intersection_over_union(other, b.rect):g}, "
+                          f"Percent covered:{box_percent_covered(other, b.rect):g}).")
+        return loss
+
+    def _pick_detections(self, loss, dets, truth, score_hits, max_dets, out_i, g, scale):
+        """The second NMS pass: the detections that jointly maximise loss + score (a hit on
+        a box worth hitting, or a false alarm away from ignore boxes), with their loss, their
+        scores and +scale gradients."""
+        opts = self._options
+        gtype = g.dtype.type
+        hit = [False] * len(truth)
+        final = []
+
+        def keep(det):
+            nonlocal loss
+            label = opts.detector_windows[det.channel].label
+            match, j = self._find_best_match(truth, hit, det.rect, label)
+            if match > opts.truth_match_iou_threshold:
+                if score_hits[j] <= opts.loss_per_missed_target:
+                    return False
+                final.append(det)
+                if not hit[j]:
+                    hit[j] = True
+                    loss -= opts.loss_per_missed_target
+                    if opts.use_bounding_box_regression:
+                        loss += self._bbr_loss(det, truth[j].rect, out_i, g, scale)
+                else:
+                    loss += opts.loss_per_false_alarm
+                return True
+            if self._overlaps_ignore_box(truth, det.rect):
+                return False
+            final.append(det)  # hit nothing
+            loss += opts.loss_per_false_alarm
+            return True
+
+        _greedy_nms(dets, max_dets, opts.overlaps_nms, keep)
+        for det in final:
+            loss += float(out_i[det.offset])
+            g[det.offset] += gtype(scale)
+        return loss
 
     def _bbr_loss(self, det, truth_rect, out_i, g, scale):
         """Smoothed-L1 loss of the regression outputs toward the truth box; ADDS its gradient."""

@@ -259,6 +259,12 @@ class loss_yolo_(loss_layer):
     per label when ``options.classwise_nms``).
     """
 
+    # net_to_dot: dlib's own overload draws an edge from each tagged head
+    dot_edges = "tags"
+
+    def dot_label(self):
+        return "loss_yolo"
+
     def __init__(self, *tags, options=None):
         for end in (0, -1):  # options first, or last (as net_type(options) passes them)
             if tags and isinstance(tags[end], yolo_options):

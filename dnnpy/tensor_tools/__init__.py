@@ -26,17 +26,15 @@ __all__ = [
     "gemm", "relu", "relu_gradient", "tensor_conv",
 ]
 
-# Ops are grouped by concept, one dispatcher module each (the CPU twin mirrors the grouping in
-# cpu/<concept>.py); the core ops stay below. Every module's __all__ joins this package's.
-from importlib import import_module as _import_module
+# Ops are grouped by concept, one dispatcher module each (the twins mirror the grouping in
+# cpu/<concept>.py and cuda/<concept>.py); the core ops stay below. Every module's __all__
+# joins this package's.
+from ._twins import join_modules as _join_modules
 
-for _name in ("activations", "norm", "spatial", "resize", "merge", "solver"):
-    _module = _import_module(f".{_name}", __name__)
-    for _symbol in _module.__all__:
-        globals()[_symbol] = getattr(_module, _symbol)
-    __all__ += _module.__all__
-del _name, _module
-from .merge import CHANNEL_WISE, PLANE_WISE  # noqa: E402  (dlib's operation_mode)
+__all__ += _join_modules(__name__, globals(), (
+    "activations", "softmax_family", "rows", "dropout", "norm", "spatial", "resize", "merge", "embedding_table",
+    "adaptive_computation_time", "solver"))
+from .softmax_family import CHANNEL_WISE, PLANE_WISE  # noqa: E402  (dlib's operation_mode)
 
 # ----------------------------------------------------------------------------------------
 # element-wise, reductions, GEMM

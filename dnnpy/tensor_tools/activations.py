@@ -1,48 +1,21 @@
-"""Dispatchers: pointwise activations, the softmax family, row norms / row scaling (for
-``l2normalize_``), ``multiply`` / ``threshold`` and the ``tensor_rand`` generator (for
-``dropout_``). dlib's ``tt::`` names and argument orders, destination first.
+"""Dispatchers: the pointwise activations (dlib's ``tt::`` names and argument orders,
+destination first), with and without a scalar argument.
 
 Gradient ops follow dlib's in-place rule: they ASSIGN to ``grad`` when ``grad is
 gradient_input`` and ADD to it otherwise (``prelu_gradient`` always adds to ``grad`` and
 assigns ``params_grad``). Forward ops may run in place (``dest is src``).
-
-``CHANNEL_WISE`` / ``PLANE_WISE`` are dlib's ``operation_mode`` values (also used by
-``tt.gemm``).
 """
 
 from __future__ import annotations
 
-import numbers
-
-from ..tensor import resizable_tensor, tensor
-from .backend import _backend, _check_tensors, _same_dims
+from .backend import _backend, _check_real, _check_tensors, _same_dims
 
 __all__ = [
-    "CHANNEL_WISE", "PLANE_WISE",
     "sigmoid", "sigmoid_gradient", "mish", "mish_gradient", "prelu", "prelu_gradient",
     "leaky_relu", "leaky_relu_gradient", "tanh", "tanh_gradient", "clipped_relu",
     "clipped_relu_gradient", "elu", "elu_gradient", "gelu", "gelu_gradient", "smelu",
     "smelu_gradient", "silu", "silu_gradient",
-    "softmax", "softmax_gradient", "softmax_all", "softmax_all_gradient",
-    "inverse_norms", "dot_prods", "scale_rows", "scale_rows2", "scale_columns",
-    "multiply", "threshold", "tensor_rand",
 ]
-
-# dlib's operation_mode
-CHANNEL_WISE = 0
-PLANE_WISE = 1
-
-
-def _check_mode(op, mode):
-    if isinstance(mode, bool) or mode not in (CHANNEL_WISE, PLANE_WISE):
-        raise ValueError(f"{op}: mode must be CHANNEL_WISE (0) or PLANE_WISE (1), got {mode!r}")
-    return int(mode)
-
-
-def _check_real(op, name, value):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{op}: {name} must be a real number, got {value!r}")
-    return float(value)
 
 
 # ----------------------------------------------------------------------------------------
@@ -201,192 +174,3 @@ def smelu_gradient(grad, dest, gradient_input, beta):
     if not beta > 0:
         raise ValueError(f"smelu_gradient: beta must be > 0, got {beta}")
     _backend().smelu_gradient(grad, dest, gradient_input, beta)
-
-
-# ----------------------------------------------------------------------------------------
-# softmax family
-
-def softmax(dest, src, mode=CHANNEL_WISE):
-    """CHANNEL_WISE: softmax over k at every (n, r, c). PLANE_WISE: softmax over nc along
-    every row (n, k, r) of each plane (dlib's implementation, not its comment); a row that
-    is all -inf becomes all 0. Requires same dimensions; dest may be src."""
-    _same_dims("softmax", dest=dest, src=src)
-    _backend().softmax(dest, src, _check_mode("softmax", mode))
-
-
-def softmax_gradient(grad, dest, gradient_input, mode=CHANNEL_WISE):
-    """Gradient of ``dot(softmax(x, mode), gradient_input)`` given ``dest = softmax(x, mode)``:
-    ``dest*(gi - sum(dest*gi))`` over the same groups. Assigns if ``grad is
-    gradient_input``, else ADDS."""
-    _same_dims("softmax_gradient", grad=grad, dest=dest, gradient_input=gradient_input)
-    _backend().softmax_gradient(grad, dest, gradient_input, _check_mode("softmax_gradient", mode))
-
-
-def softmax_all(dest, src):
-    """Softmax over all ``k*nr*nc`` values of each sample."""
-    _same_dims("softmax_all", dest=dest, src=src)
-    _backend().softmax_all(dest, src)
-
-
-def softmax_all_gradient(grad, dest, gradient_input):
-    """Gradient of ``dot(softmax_all(x), gradient_input)`` given ``dest``. Assigns if
-    ``grad is gradient_input``, else ADDS."""
-    _same_dims("softmax_all_gradient", grad=grad, dest=dest, gradient_input=gradient_input)
-    _backend().softmax_all_gradient(grad, dest, gradient_input)
-
-
-# ----------------------------------------------------------------------------------------
-# row norms and row scaling on mat(t) = num_samples x (k*nr*nc)
-
-def _is_vector(t):
-    # dlib's is_vector(tensor): at most one of the four dimensions is not 1
-    return sum(d != 1 for d in t.shape) <= 1
-
-
-def inverse_norms(invnorms, data, eps):
-    """``invnorms = 1/sqrt(sum of squares of each row of mat(data) + eps)``.
-
-    Requires: invnorms is a resizable_tensor. Ensures: ``invnorms`` is resized to
-    ``(data.num_samples(), 1, 1, 1)`` and assigned.
-    """
-    _check_tensors("inverse_norms", invnorms=invnorms, data=data)
-    if not isinstance(invnorms, resizable_tensor):
-        raise TypeError("inverse_norms: invnorms must be a resizable_tensor (it is resized)")
-    invnorms.set_size(data.num_samples())
-    _backend().inverse_norms(invnorms, data, _check_real("inverse_norms", "eps", eps))
-
-
-def dot_prods(*args):
-    """Row-wise dot products of ``mat(lhs)`` and ``mat(rhs)``, two forms (as dlib):
-
-    * ``dot_prods(out, lhs, rhs)``: out (a resizable_tensor) is resized to
-      ``(lhs.num_samples(), 1, 1, 1)`` and assigned;
-    * ``dot_prods(add_to, out, lhs, rhs)``: requires ``out.size() == lhs.num_samples()``
-      and ``out.k() == out.nr() == out.nc() == 1``; adds if add_to, else assigns.
-
-    Requires: lhs and rhs have the same dimensions.
-    """
-    if len(args) == 3 and isinstance(args[0], tensor):
-        out, lhs, rhs = args
-        _same_dims("dot_prods", lhs=lhs, rhs=rhs)
-        _check_tensors("dot_prods", out=out)
-        if not isinstance(out, resizable_tensor):
-            raise TypeError("dot_prods(out, lhs, rhs): out must be a resizable_tensor (it is resized)")
-        out.set_size(lhs.num_samples())
-        _backend().dot_prods(False, out, lhs, rhs)
-        return
-    if len(args) != 4:
-        raise TypeError("dot_prods(out, lhs, rhs) or dot_prods(add_to, out, lhs, rhs): "
-                        f"got {len(args)} arguments")
-    add_to, out, lhs, rhs = args
-    _same_dims("dot_prods", lhs=lhs, rhs=rhs)
-    _check_tensors("dot_prods", out=out)
-    if out.size() != lhs.num_samples() or out.shape[1:] != (1, 1, 1):
-        raise ValueError(f"dot_prods: out{out.shape} must be ({lhs.num_samples()}, 1, 1, 1)-sized "
-                         f"for lhs{lhs.shape}")
-    _backend().dot_prods(bool(add_to), out, lhs, rhs)
-
-
-def scale_rows(out, m, v):
-    """``out = scale_rows(mat(m), mat(v))``: row i of mat(m) times ``v[i]``.
-    Requires: out and m have the same dimensions; v is a vector of m.num_samples() values."""
-    _same_dims("scale_rows", out=out, m=m)
-    _check_tensors("scale_rows", v=v)
-    if m.size() == 0 and v.size() == 0:
-        return
-    if not _is_vector(v) or v.size() != m.num_samples() or m.size() == 0:
-        raise ValueError(f"scale_rows: v{v.shape} must be a vector of m.num_samples() = "
-                         f"{m.num_samples()} values (m{m.shape})")
-    _backend().scale_rows(out, m, v)
-
-
-def scale_rows2(beta, out, m1, m2, v1, v2):
-    """``out = beta*out + scale_rows(mat(m1) - scale_rows(mat(m2), v1), v2)``; with
-    ``beta == 0`` out is assigned (its old contents are not read).
-    Requires: out, m1, m2 have the same dimensions; v1, v2 have the same dimensions and
-    are vectors of m1.num_samples() values."""
-    _same_dims("scale_rows2", out=out, m1=m1, m2=m2)
-    _same_dims("scale_rows2", v1=v1, v2=v2)
-    if not _is_vector(v1) or v1.size() != m1.num_samples():
-        raise ValueError(f"scale_rows2: v1{v1.shape} must be a vector of m1.num_samples() = "
-                         f"{m1.num_samples()} values")
-    _backend().scale_rows2(_check_real("scale_rows2", "beta", beta), out, m1, m2, v1, v2)
-
-
-def scale_columns(out, m, v):
-    """``out = scale_columns(mat(m), mat(v))``: column j of mat(m) times ``v[j]``.
-    Requires: out and m have the same dimensions; v is a vector of ``m.size()/m.num_samples()``
-    values."""
-    _same_dims("scale_columns", out=out, m=m)
-    _check_tensors("scale_columns", v=v)
-    if m.size() == 0 and v.size() == 0:
-        return
-    if not _is_vector(v) or m.size() == 0 or v.size() * m.num_samples() != m.size():
-        raise ValueError(f"scale_columns: v{v.shape} must be a vector of one value per column "
-                         f"of mat(m) (m{m.shape})")
-    _backend().scale_columns(out, m, v)
-
-
-# ----------------------------------------------------------------------------------------
-# multiply, threshold, random numbers (dropout)
-
-def multiply(add_to, dest, src1, src2):
-    """Pointwise ``src1*src2`` into dest (dlib's ``tt::multiply``).
-
-    Requires: k, nr, nc equal across the three tensors; each num_samples is 1 or
-    ``MD = max`` of the three. A source with num_samples 1 is replicated over MD samples;
-    if ``dest.num_samples() == 1`` (and MD > 1) the products are summed over samples.
-    Ensures: assigns to dest, or adds when ``add_to``.
-    """
-    _check_tensors("multiply", dest=dest, src1=src1, src2=src2)
-    shapes = [t.shape for t in (dest, src1, src2)]
-    md = max(s[0] for s in shapes)
-    if len({s[1:] for s in shapes}) != 1 or any(s[0] not in (1, md) for s in shapes):
-        raise ValueError(f"multiply: dest{dest.shape}, src1{src1.shape}, src2{src2.shape} must share "
-                         "k, nr, nc, and each num_samples must be 1 or the largest one")
-    if dest.size() == 0:
-        return
-    _backend().multiply(bool(add_to), dest, src1, src2)
-
-
-def threshold(data, thresh):
-    """``data = data > thresh ? 1 : 0`` element-wise, in place."""
-    _check_tensors("threshold", data=data)
-    _backend().threshold(data, _check_real("threshold", "thresh", thresh))
-
-
-class tensor_rand:
-    """Fills tensors with random numbers (dlib's ``tt::tensor_rand``), seedable.
-
-    As in dlib, the sequence differs between the CPU and CUDA backends; code must not rely
-    on specific values. Each backend keeps its own generator, created from the seed the
-    first time that backend is used.
-    """
-
-    def __init__(self, seed=0):
-        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-            raise ValueError(f"tensor_rand: seed must be an integer >= 0, got {seed!r}")
-        self.seed = int(seed)
-        self._generators = {}
-
-    def _generator(self):
-        b = _backend()
-        g = self._generators.get(b.NAME)
-        if g is None:
-            g = self._generators[b.NAME] = b.rand_generator(self.seed)
-        return b, g
-
-    def fill_uniform(self, data):
-        """Fill ``data`` with uniform numbers in (0, 1]."""
-        _check_tensors("tensor_rand.fill_uniform", data=data)
-        b, g = self._generator()
-        b.rand_fill_uniform(g, data)
-
-    def fill_gaussian(self, data, mean=0.0, stddev=1.0):
-        """Fill ``data`` with N(mean, stddev^2) numbers. Requires ``data.size()`` even (dlib)."""
-        _check_tensors("tensor_rand.fill_gaussian", data=data)
-        if data.size() % 2 != 0:
-            raise ValueError(f"tensor_rand.fill_gaussian: data.size() must be even, got data{data.shape}")
-        b, g = self._generator()
-        b.rand_fill_gaussian(g, data, _check_real("tensor_rand.fill_gaussian", "mean", mean),
-                             _check_real("tensor_rand.fill_gaussian", "stddev", stddev))

@@ -12,6 +12,7 @@ missing, ...) and the CPU twin runs; ``unusable_reason()`` keeps that reason for
 from __future__ import annotations
 
 import contextlib
+import numbers
 import os
 import threading
 import warnings
@@ -76,6 +77,13 @@ def _cuda_twin():
     if info.get("error"):
         return None, ("cuDNN 9 is missing or unusable (install nvidia-cudnn-cu12 or -cu13, e.g. "
                       f"pip install 'dnnpy[cuda12]'): {info['error']}")
+    try:
+        # bind every cuDNN function the twin calls now, not at the first convolution: a
+        # library without one of them is a reason to use the CPU, not an error mid-training
+        from .cuda._cudnn import api
+        api()
+    except Exception as e:  # noqa: BLE001
+        return None, f"cuDNN {info.get('version_string', '9')} lacks a function dnnpy calls ({type(e).__name__}: {e})"
     return cuda, None
 
 
@@ -112,13 +120,6 @@ def unusable_reason():
     if not _decided:
         _decide()
     return _reason
-
-
-def _reset_for_tests():
-    """Forget the decision (tests change ``DNNPY_DISABLE_CUDA`` between calls)."""
-    global _cuda_module, _decided, _reason
-    with _decide_lock:
-        _cuda_module, _decided, _reason = None, False, None
 
 
 @contextlib.contextmanager
@@ -161,3 +162,9 @@ def _broadcastable(op, dest, src):
         raise ValueError(
             f"{op}: src{src.shape} cannot be broadcast to dest{dest.shape} "
             "(each src dimension must be 1 or equal to dest's)")
+
+
+def _check_real(op, name, value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{op}: {name} must be a real number, got {value!r}")
+    return float(value)

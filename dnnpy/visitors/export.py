@@ -6,10 +6,7 @@ Both write to a file name (str / PathLike, written as a new file) or to any obje
 
 from __future__ import annotations
 
-import math
 import os
-
-import numpy as np
 
 from ..core import add_layer, add_loss_layer, add_skip_layer, add_tag_layer
 from .walk import net_layers
@@ -28,148 +25,42 @@ def _write(file_or_stream, text, who):
                         f"got {type(file_or_stream).__name__}")
 
 
-def _xml_of(obj):
-    """``obj.to_xml()``; objects without one get a bare element named after their class
-    (``relu_`` -> ``<relu/>``)."""
+def _xml_of(i, obj):
+    """``obj.to_xml()``; part of the contract of every layer, loss and input layer, so a
+    missing one is an error rather than dlib's text with the layer left out."""
     to_xml = getattr(obj, "to_xml", None)
-    if to_xml is not None:
-        return to_xml()
-    return f"<{type(obj).__name__.strip('_')}/>\n"
+    if to_xml is None:
+        raise NotImplementedError(
+            f"net_to_xml: layer<{i}> ({type(obj).__name__}) has no to_xml(); every layer, loss "
+            "and input layer must define one (docs/layer_interface.md)")
+    return to_xml()
 
 
 def net_to_xml(net, file_or_stream):
     """dlib's ``net_to_xml``: ``<net>``, one ``<layer idx='i' type='T'>`` element per layer
     (T in input, loss, comp, tag, skip; tags and skips carry ``id='N'`` and no body), ``</net>``.
 
-    Each layer's body is its ``to_xml()`` text. dlib writes it with the stream precision set
-    to 9 significant digits; layers format their own numbers, so their ``to_xml`` should use
-    ``.9g`` to match."""
+    Each layer's body is its ``to_xml()`` text, with numbers as dlib writes them at stream
+    precision 9 and parameters as dlib prints a matrix (``dnnpy.printing``). A layer without
+    ``to_xml`` raises ``NotImplementedError`` naming it."""
     parts = ["<net>\n"]
     for i, node in enumerate(net_layers(net)):
         if isinstance(node, add_loss_layer):
-            parts.append(f"<layer idx='{i}' type='loss'>\n{_xml_of(node.loss_details())}</layer>\n")
+            parts.append(f"<layer idx='{i}' type='loss'>\n{_xml_of(i, node.loss_details())}</layer>\n")
         elif isinstance(node, add_layer):
-            parts.append(f"<layer idx='{i}' type='comp'>\n{_xml_of(node.layer_details())}</layer>\n")
+            parts.append(f"<layer idx='{i}' type='comp'>\n{_xml_of(i, node.layer_details())}</layer>\n")
         elif isinstance(node, add_tag_layer):
             parts.append(f"<layer idx='{i}' type='tag' id='{node.id}'/>\n")
         elif isinstance(node, add_skip_layer):
             parts.append(f"<layer idx='{i}' type='skip' id='{node.id}'/>\n")
         else:  # the input layer
-            parts.append(f"<layer idx='{i}' type='input'>\n{_xml_of(node)}</layer>\n")
+            parts.append(f"<layer idx='{i}' type='input'>\n{_xml_of(i, node)}</layer>\n")
     parts.append("</net>\n")
     _write(file_or_stream, "".join(parts), "net_to_xml")
 
 
 # ----------------------------------------------------------------------------------------
-# net_to_dot
-
-def _get(d, *names):
-    """The first of ``names`` that ``d`` has, called if it is a method."""
-    for name in names:
-        v = getattr(d, name, None)
-        if v is not None:
-            return v() if callable(v) else v
-    raise AttributeError(f"net_to_dot: {d!r} has none of {names}")
-
-
-def _g6(v):
-    """A number as a default C++ stream prints it (6 significant digits)."""
-    if isinstance(v, (int, np.integer)):
-        return str(int(v))
-    v = float(v)
-    if math.isinf(v):
-        return "-inf" if v < 0 else "inf"
-    return f"{v:g}"
-
-
-def _window(d, size_names, stride_names, pad_names):
-    nr, nc = (_get(d, *n) for n in size_names)
-    sy, sx = (_get(d, *n) for n in stride_names)
-    s = f" | {{size|{{{nr},{nc}}}}}"
-    if sy != 1 or sx != 1:
-        s += f" | {{stride|{{{sy},{sx}}}}}"
-    if pad_names is not None:
-        py, px = (_get(d, *n) for n in pad_names)
-        if py != 0 or px != 0:
-            s += f" | {{pad|{{{py},{px}}}}}"
-    return s
-
-
-_SIZE = (("nr", "_nr"), ("nc", "_nc"))
-_STRIDE = (("stride_y", "_stride_y"), ("stride_x", "_stride_x"))
-_PAD = (("padding_y", "padding_y_", "_padding_y"), ("padding_x", "padding_x_", "_padding_x"))
-
-
-def _conv_fields(d):
-    return f" | {{filters|{{{_get(d, 'num_filters', '_num_filters')}}}}}" + _window(d, _SIZE, _STRIDE, _PAD)
-
-
-def _reshape_fields(d):
-    s = ""
-    for name in ("k", "nr", "nc"):
-        v = _get(d, name + "_", "_" + name)
-        s += f" | {{{name}|{{{'unchanged' if v == -1 else v}}}}}"
-    return s
-
-
-def _tril_fields(d):
-    diag = _get(d, "diag", "_diag", "get_diag")
-    value = float(_get(d, "diag_value", "_diag_value", "get_diag_value"))
-    text = "-inf" if value == -math.inf else ("0" if value == 0 else _g6(np.float32(value)))
-    return f" | {{diag|{{{diag}}}}} | {{diag_value|{{{text}}}}}"
-
-
-# details class name -> (node name, extra record fields or None, kind); kind: "chain" (edge
-# from the previous node), "merge" (also an edge from the tagged layer), "concat", "resize_as"
-_DOT = {
-    "con_": ("con", _conv_fields, "chain"),
-    "cont_": ("cont", _conv_fields, "chain"),
-    "upsample_": ("upsample", lambda d: "" if (_get(d, "scale_y"), _get(d, "scale_x")) == (1, 1) else
-                  f" | {{scale|{{{_get(d, 'scale_y')},{_get(d, 'scale_x')}}}}}", "chain"),
-    "resize_to_": ("resize_to", lambda d: f" | {{size|{{{_get(d, 'NR')},{_get(d, 'NC')}}}}}", "chain"),
-    "max_pool_": ("max_pool", lambda d: _window(d, _SIZE, _STRIDE, _PAD), "chain"),
-    "avg_pool_": ("avg_pool", lambda d: _window(d, _SIZE, _STRIDE, _PAD), "chain"),
-    "layer_norm_": ("layer_norm", None, "chain"),
-    "rms_norm_": ("rms_norm", None, "chain"),
-    "bn_": ("batch_norm", None, "chain"),
-    "fc_": ("fc", lambda d: f" | {{ outputs |{{{_get(d, 'get_num_outputs')}}}}}", "chain"),
-    "linear_": ("linear", lambda d: f" | {{ outputs |{{{_get(d, 'get_num_outputs')}}}}}", "chain"),
-    "dropout_": ("dropout", None, "chain"),
-    "multiply_": ("multiply", None, "chain"),
-    "affine_": ("affine", None, "chain"),
-    "add_prev_": ("add", None, "merge"),
-    "mult_prev_": ("mult", None, "merge"),
-    "multm_prev_": ("multm", None, "merge"),
-    "resize_prev_to_tagged_": ("resize_as", None, "resize_as"),
-    "scale_": ("scale", None, "merge"),
-    "scale_prev_": ("scale", None, "merge"),
-    "relu_": ("relu", None, "chain"),
-    "prelu_": ("prelu", None, "chain"),
-    "leaky_relu_": ("leaky_relu", lambda d: f" | {{ alpha |{{{_g6(_get(d, 'get_alpha', 'alpha'))}}}}}", "chain"),
-    "sig_": ("sigmoid", None, "chain"),
-    "mish_": ("mish", None, "chain"),
-    "htan_": ("htan", None, "chain"),
-    "clipped_relu_": ("clipped_relu", None, "chain"),
-    "elu_": ("elu", None, "chain"),
-    "gelu_": ("gelu", None, "chain"),
-    "smelu_": ("smelu", lambda d: f" | {{ beta |{{{_g6(_get(d, 'get_beta', 'beta'))}}}}}", "chain"),
-    "silu_": ("silu", None, "chain"),
-    "softmax_": ("softmax", None, "chain"),
-    "softmax_all_": ("softmax_all", None, "chain"),
-    "concat_": ("concat", None, "concat"),
-    "l2normalize_": ("l2normalize", None, "chain"),
-    "extract_": ("extract", lambda d: "".join(f" | {{{n}|{{{_get(d, n, '_' + n)}}}}}"
-                                               for n in ("offset", "k", "nr", "nc")), "chain"),
-    "reorg_": ("reorg", lambda d: "" if (_get(d, "row_stride"), _get(d, "col_stride")) == (1, 1) else
-               f" | {{stride|{{{_get(d, 'row_stride')},{_get(d, 'col_stride')}}}}}", "chain"),
-    "reshape_to_": ("reshape_to", _reshape_fields, "chain"),
-    "transpose_": ("transpose", None, "chain"),
-    "embeddings_": ("embeddings", lambda d: f" | {{num_embeddings|{{{_get(d, 'get_num_embeddings')}}}}}"
-                    f" | {{embedding_dim|{{{_get(d, 'get_embedding_dim')}}}}}", "chain"),
-    "positional_encodings_": ("positional_encodings", None, "chain"),
-    "tril_": ("tril", _tril_fields, "chain"),
-}
-
+# net_to_dot: each layer says how it is drawn (``dot_label()``, ``dot_edges``; layers/base.py)
 
 def _tag_ids(d):
     """The tag ids a merge / concat / loss_yolo layer reads."""
@@ -205,16 +96,11 @@ class _dot_writer:
 
     def visit(self, i, node):
         if isinstance(node, add_loss_layer):
+            # dlib draws every loss as "loss" from the layer below, except loss_yolo_, whose
+            # label and edges (one from each tagged layer) it owns like concat_
             loss = node.loss_details()
-            if type(loss).__name__ == "loss_yolo_":
-                self.start_node(i, "loss_yolo")
-                self.end_node()
-                for tid in _tag_ids(loss):
-                    self.out.append(f"{self._tagged(tid)} -> {i}\n")
-            else:
-                self.start_node(i, "loss")
-                self.end_node()
-                self.update(i)
+            label = getattr(loss, "dot_label", None)
+            self._draw(i, "loss" if label is None else label(), getattr(loss, "dot_edges", "chain"), loss)
         elif isinstance(node, add_tag_layer):
             self.tagged_layers.append(i)
             if isinstance(node.subnet_node(), add_skip_layer):
@@ -245,30 +131,33 @@ class _dot_writer:
         return tid
 
     def _computational(self, i, d):
-        spec = _DOT.get(type(d).__name__)
-        if spec is None:
+        label = getattr(d, "dot_label", None)
+        label = None if label is None else label()
+        if label is None:
             # dlib's catch-all overload: no closing of the label (kept as dlib writes it)
             self.start_node(i, "unhandled layer")
             self.update(i)
             return
-        name, fields, kind = spec
-        self.start_node(i, name)
-        if fields is not None:
-            self.out.append(fields(d))
+        self._draw(i, label, getattr(d, "dot_edges", "chain"), d)
+
+    def _draw(self, i, label, edges, d):
+        self.start_node(i, label)
         self.end_node()
-        if kind == "merge":
+        if edges == "chain":
+            self.update(i)
+        elif edges == "tag":
             self.out.append(f"{self._tagged(_tag_ids(d)[0])} -> {i}\n")
             self.update(i)
-        elif kind == "resize_as":
+        elif edges == "resize_as":
             self.out.append(f"{i} -> {self._tagged(_tag_ids(d)[0])}[style=dashed]\n")
             self.update(i)
-            self.frm = i
-        elif kind == "concat":
+        elif edges == "tags":
             for tid in _tag_ids(d):
                 self.out.append(f"{self._tagged(tid)} -> {i}\n")
             self.frm = i
         else:
-            self.update(i)
+            raise ValueError(f"net_to_dot: layer<{i}> ({type(d).__name__}) has dot_edges={edges!r}; "
+                             "expected 'chain', 'tag', 'tags' or 'resize_as'")
 
 
 def net_to_dot(net, file_or_stream):

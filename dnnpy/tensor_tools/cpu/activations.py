@@ -1,4 +1,5 @@
-"""CPU twin of ``dnnpy.tensor_tools.activations`` (numpy, vectorised).
+"""CPU twin of ``dnnpy.tensor_tools.activations``: the pointwise activations (numpy,
+vectorised).
 
 Every op reads its inputs before it asks for a writable view, so ``dest is src`` (in place)
 works. Arithmetic stays in the tensors' dtype (float32, or float64 under test_layer's
@@ -8,32 +9,10 @@ float64 mode); Python-float scalars do not promote numpy arrays.
 from __future__ import annotations
 
 import numpy as np
+from .._twins import twin_ops
+from ._common import _grad_out, _store
 
-__all__ = [
-    "sigmoid", "sigmoid_gradient", "mish", "mish_gradient", "prelu", "prelu_gradient",
-    "leaky_relu", "leaky_relu_gradient", "tanh", "tanh_gradient", "clipped_relu",
-    "clipped_relu_gradient", "elu", "elu_gradient", "gelu", "gelu_gradient", "smelu",
-    "smelu_gradient", "silu", "silu_gradient",
-    "softmax", "softmax_gradient", "softmax_all", "softmax_all_gradient",
-    "inverse_norms", "dot_prods", "scale_rows", "scale_rows2", "scale_columns",
-    "multiply", "threshold", "rand_generator", "rand_fill_uniform", "rand_fill_gaussian",
-]
-
-CHANNEL_WISE, PLANE_WISE = 0, 1
-
-
-def _store(dest, values):
-    """Assign ``values`` (already computed from the inputs) to dest."""
-    dest.host_write_only()[...] = values
-
-
-def _grad_out(grad, gradient_input, values):
-    """dlib's rule for the activation gradients: assign when grad is gradient_input,
-    otherwise add."""
-    if grad is gradient_input:
-        grad.host_write_only()[...] = values
-    else:
-        grad.host()[...] += values
+__all__ = twin_ops("activations")
 
 
 def _sigmoid(x):
@@ -240,134 +219,3 @@ def smelu_gradient(grad, dest, gradient_input, beta):
     with np.errstate(invalid="ignore"):
         mid = np.sqrt(beta * d) / beta * gi
     _grad_out(grad, gradient_input, np.where(d >= beta, gi, np.where(d == 0, 0, mid)))
-
-
-# ----------------------------------------------------------------------------------------
-# softmax family
-
-def _groups(t, a, mode):
-    """View of ``a`` whose axis 1 is the softmax axis: CHANNEL_WISE -> (n, k, nr*nc);
-    PLANE_WISE -> (n*k*nr, nc, 1)."""
-    n, k, nr, nc = t.shape
-    if mode == CHANNEL_WISE:
-        return a.reshape(n, k, nr * nc)
-    return a.reshape(n * k * nr, nc, 1)
-
-
-def _softmax(x, zero_all_neg_inf_rows):
-    m = np.max(x, axis=1, keepdims=True) if x.shape[1] else np.zeros_like(x[:, :1])
-    with np.errstate(invalid="ignore", over="ignore"):
-        e = np.exp(x - m)
-        y = e / np.sum(e, axis=1, keepdims=True)
-    if zero_all_neg_inf_rows:
-        # dlib's CPU PLANE_WISE: a row whose max is -inf (all -inf, e.g. a fully masked row) -> 0
-        y = np.where(m == -np.inf, 0, y)
-    return y
-
-
-def softmax(dest, src, mode):
-    x = _groups(src, src.host_read(), mode)
-    y = _softmax(x, mode == PLANE_WISE)
-    _store(dest, y.reshape(dest.shape))
-
-
-def _softmax_grad_values(d, gi):
-    return d * (gi - np.sum(d * gi, axis=1, keepdims=True))
-
-
-def softmax_gradient(grad, dest, gradient_input, mode):
-    d = _groups(dest, dest.host_read(), mode)
-    gi = _groups(gradient_input, gradient_input.host_read(), mode)
-    _grad_out(grad, gradient_input, _softmax_grad_values(d, gi).reshape(grad.shape))
-
-
-def softmax_all(dest, src):
-    x = src.host_read().reshape(src.num_samples(), -1, 1)
-    _store(dest, _softmax(x, False).reshape(dest.shape))
-
-
-def softmax_all_gradient(grad, dest, gradient_input):
-    n = grad.num_samples()
-    d = dest.host_read().reshape(n, -1, 1)
-    gi = gradient_input.host_read().reshape(n, -1, 1)
-    _grad_out(grad, gradient_input, _softmax_grad_values(d, gi).reshape(grad.shape))
-
-
-# ----------------------------------------------------------------------------------------
-# row norms and scaling
-
-def _rows(t, a):
-    return a.reshape(t.num_samples(), -1)
-
-
-def inverse_norms(invnorms, data, eps):
-    x = _rows(data, data.host_read())
-    sq = np.sum(x * x, axis=1)
-    _store(invnorms, (1 / np.sqrt(sq + eps)).reshape(invnorms.shape))
-
-
-def dot_prods(add_to, out, lhs, rhs):
-    v = np.sum(_rows(lhs, lhs.host_read()) * _rows(rhs, rhs.host_read()), axis=1).reshape(out.shape)
-    if add_to:
-        out.host()[...] += v
-    else:
-        _store(out, v)
-
-
-def scale_rows(out, m, v):
-    vals = _rows(m, m.host_read()) * v.host_read().reshape(-1, 1)
-    _store(out, vals.reshape(out.shape))
-
-
-def scale_rows2(beta, out, m1, m2, v1, v2):
-    a = _rows(m1, m1.host_read())
-    b = _rows(m2, m2.host_read())
-    vals = ((a - b * v1.host_read().reshape(-1, 1)) * v2.host_read().reshape(-1, 1)).reshape(out.shape)
-    if beta == 0:
-        _store(out, vals)   # assign: out may hold inf/NaN
-    else:
-        o = out.host()
-        if beta != 1:
-            o *= beta
-        o += vals
-
-
-def scale_columns(out, m, v):
-    vals = _rows(m, m.host_read()) * v.host_read().reshape(1, -1)
-    _store(out, vals.reshape(out.shape))
-
-
-# ----------------------------------------------------------------------------------------
-# multiply, threshold, random numbers
-
-def multiply(add_to, dest, src1, src2):
-    tail = dest.shape[1:]
-    a = src1.host_read().reshape((src1.num_samples(),) + tail)
-    b = src2.host_read().reshape((src2.num_samples(),) + tail)
-    prod = a * b                         # broadcasts a num_samples of 1 over the other
-    if dest.num_samples() == 1 and prod.shape[0] != 1:
-        prod = prod.sum(axis=0, keepdims=True)
-    if add_to:
-        dest.host()[...] += prod
-    else:
-        _store(dest, np.broadcast_to(prod, dest.shape))
-
-
-def threshold(data, thresh):
-    d = data.host()
-    d[...] = d > thresh
-
-
-def rand_generator(seed):
-    return np.random.default_rng(seed)
-
-
-def rand_fill_uniform(gen, data):
-    a = data.host_write_only()
-    # Generator.random gives [0, 1); 1 - u gives dlib's documented (0, 1]
-    a[...] = 1 - gen.random(a.shape, dtype=np.float64)
-
-
-def rand_fill_gaussian(gen, data, mean, stddev):
-    a = data.host_write_only()
-    a[...] = gen.standard_normal(a.shape) * stddev + mean

@@ -27,8 +27,9 @@ import threading
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
+from .._twins import twin_ops
 
-__all__ = ["conv_forward", "conv_backward_data", "conv_backward_filters", "IM2COL_BYTES"]
+__all__ = twin_ops("conv")
 
 IM2COL_BYTES = 8 << 20
 

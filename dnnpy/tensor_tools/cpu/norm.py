@@ -8,13 +8,9 @@ rounding.
 """
 
 import numpy as np
+from .._twins import twin_ops
 
-__all__ = [
-    "batch_normalize_inference", "batch_normalize", "batch_normalize_gradient",
-    "batch_normalize_conv_inference", "batch_normalize_conv", "batch_normalize_conv_gradient",
-    "layer_normalize", "layer_normalize_gradient", "rms_normalize", "rms_normalize_gradient",
-    "affine_transform_conv", "affine_transform_tensors", "multiply_conv",
-]
+__all__ = twin_ops("norm")
 
 # Reduction axes of the batch statistics: FC over samples; CONV over samples, rows, columns.
 _FC_AXES = (0,)

@@ -9,11 +9,9 @@ import numpy as np
 
 from ...tensor import tensor
 from .._plane_wise import plane_counts, planes
+from .._twins import twin_ops
 
-__all__ = [
-    "add", "assign_conv_bias_gradient", "assign_bias_gradient", "gemm",
-    "affine_transform", "relu", "relu_gradient", "dot",
-]
+__all__ = twin_ops("ops")
 
 
 def _mat(t: tensor, a):

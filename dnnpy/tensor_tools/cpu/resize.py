@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
+from .._twins import twin_ops
 
-__all__ = ["resize_bilinear", "resize_bilinear_gradient"]
+__all__ = twin_ops("resize")
 
 
 def _planes(t, row_stride, channel_stride, writable):

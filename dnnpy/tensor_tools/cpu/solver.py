@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+from .._twins import twin_ops
 
-__all__ = ["affine_transform_range", "compute_adam_update"]
+__all__ = twin_ops("solver")
 
 
 def _flat(t, write=False):

@@ -1,7 +1,8 @@
 """The CUDA twin of ``dnnpy.tensor_tools``: CuPy (cuBLAS, element-wise kernels) and cuDNN 9.
 
-Exactly the names and signatures of the numpy twin (``dnnpy.tensor_tools.cpu.__all__``),
-with the same assign/add semantics; ``tests/test_cuda_backend.py`` checks that. Only the
+Exactly the names and signatures of the numpy twin (the list is
+``tensor_tools._twins.TWIN_OPS``), with the same assign/add semantics; ``tests/test_twins.py``
+checks that without CuPy. Only the
 dispatchers call these, after their shape checks. Everything runs on CuPy's current stream
 of the current device.
 
@@ -11,21 +12,13 @@ that). ``dnnpy.tensor_tools.backend`` imports it only when deciding whether CUDA
 ``import dnnpy`` alone never imports CuPy.
 """
 
-from importlib import import_module
+from .._twins import TWIN_OPS, join_modules
 
 NAME = "cuda"
 
-__all__ = []
-
 # Grouped by concept like cpu/: ops (core element-wise, GEMM, reductions), solver, resize,
 # activations, norm, merge, spatial (pooling-free spatial ops), conv and pooling (cuDNN).
-for _name in ("ops", "solver", "resize", "activations", "norm", "merge", "spatial", "conv",
-              "pooling"):
-    _module = import_module(f".{_name}", __name__)
-    for _symbol in _module.__all__:
-        globals()[_symbol] = getattr(_module, _symbol)
-    __all__ += _module.__all__
-del _name, _module
+__all__ = join_modules(__name__, globals(), TWIN_OPS)
 
 # settings of the cuDNN paths (not twins, so not in __all__)
 from .conv import set_allow_tf32, set_autotune  # noqa: E402

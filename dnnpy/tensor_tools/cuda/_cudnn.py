@@ -1,8 +1,11 @@
 """ctypes bindings for the cuDNN 9 legacy API: the one file that declares cuDNN functions.
 
-``SIGNATURES`` is the single table ``{name: (restype, argtypes)}``; a test checks every
-entry's parameter kinds against the prototypes in the headers shipped with the
-nvidia-cudnn wheel. ``api()`` loads the library (``_loader``), applies the table and
+``SIGNATURES`` is the single table ``{name: (restype, argtypes)}`` of the functions the
+twin calls (convolution and pooling, plus the two output-dimension queries the tests use);
+a test checks every entry's parameter kinds against the prototypes in the headers shipped
+with the nvidia-cudnn wheel. The backend binds the whole table when it chooses CUDA
+(``backend._cuda_twin``), so a cuDNN without one of these symbols falls back to the CPU
+with the one warning instead of failing in the middle of training. ``api()`` loads the library (``_loader``), applies the table and
 returns an object whose attributes are the table's functions; those returning
 ``cudnnStatus_t`` raise ``CudnnError`` on any status other than success.
 
@@ -26,30 +29,19 @@ from ._loader import load_cudnn
 __all__ = ["SIGNATURES", "CudnnError", "AlgoPerf", "api", "scaling", "data_type"]
 
 # ----------------------------------------------------------------------------------------
-# enums (values from cudnn_graph.h / cudnn_ops.h / cudnn_cnn.h, cuDNN 9)
+# enums (values from cudnn_graph.h / cudnn_ops.h / cudnn_cnn.h, cuDNN 9): only those used
 
 CUDNN_STATUS_SUCCESS = 0
-CUDNN_STATUS_NOT_INITIALIZED = 1001
 
-CUDNN_DATA_FLOAT, CUDNN_DATA_DOUBLE, CUDNN_DATA_HALF, CUDNN_DATA_BFLOAT16 = 0, 1, 2, 9
+CUDNN_DATA_FLOAT, CUDNN_DATA_DOUBLE, CUDNN_DATA_HALF = 0, 1, 2
 CUDNN_TENSOR_NCHW = 0
 CUDNN_CROSS_CORRELATION = 1
 CUDNN_DEFAULT_MATH, CUDNN_TENSOR_OP_MATH, CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION, CUDNN_FMA_MATH = 0, 1, 2, 3
-CUDNN_NOT_PROPAGATE_NAN, CUDNN_PROPAGATE_NAN = 0, 1
-CUDNN_NON_DETERMINISTIC, CUDNN_DETERMINISTIC = 0, 1
+CUDNN_PROPAGATE_NAN = 1
 
 CUDNN_POOLING_MAX = 0
-CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING = 1
 CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING = 2
 CUDNN_POOLING_MAX_DETERMINISTIC = 3
-
-CUDNN_ACTIVATION_SIGMOID, CUDNN_ACTIVATION_RELU, CUDNN_ACTIVATION_TANH = 0, 1, 2
-CUDNN_ACTIVATION_CLIPPED_RELU, CUDNN_ACTIVATION_ELU, CUDNN_ACTIVATION_IDENTITY = 3, 4, 5
-
-CUDNN_SOFTMAX_FAST, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_LOG = 0, 1, 2
-CUDNN_SOFTMAX_MODE_INSTANCE, CUDNN_SOFTMAX_MODE_CHANNEL = 0, 1
-
-CUDNN_BATCHNORM_PER_ACTIVATION, CUDNN_BATCHNORM_SPATIAL = 0, 1
 
 # the algorithms that need no workspace: the fallback when a workspace cannot be had
 CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM = 0
@@ -95,13 +87,11 @@ SIGNATURES = {
     "cudnnCreate": (_ST, [_PH]),
     "cudnnDestroy": (_ST, [_H]),
     "cudnnSetStream": (_ST, [_H, c_void_p]),
-    "cudnnGetStream": (_ST, [_H, _PH]),
     # ops library
     "cudnnOpsVersionCheck": (_ST, []),
     "cudnnCreateTensorDescriptor": (_ST, [_PH]),
     "cudnnDestroyTensorDescriptor": (_ST, [_H]),
     "cudnnSetTensor4dDescriptor": (_ST, [_H, _E, _E, _I, _I, _I, _I]),
-    "cudnnSetTensor4dDescriptorEx": (_ST, [_H, _E, _I, _I, _I, _I, _I, _I, _I, _I]),
     "cudnnCreateFilterDescriptor": (_ST, [_PH]),
     "cudnnDestroyFilterDescriptor": (_ST, [_H]),
     "cudnnSetFilter4dDescriptor": (_ST, [_H, _E, _E, _I, _I, _I, _I]),
@@ -111,30 +101,12 @@ SIGNATURES = {
     "cudnnGetPooling2dForwardOutputDim": (_ST, [_H, _H, _PI, _PI, _PI, _PI]),
     "cudnnPoolingForward": (_ST, [_H, _H, _P, _H, _P, _P, _H, _P]),
     "cudnnPoolingBackward": (_ST, [_H, _H, _P, _H, _P, _H, _P, _H, _P, _P, _H, _P]),
-    "cudnnCreateActivationDescriptor": (_ST, [_PH]),
-    "cudnnDestroyActivationDescriptor": (_ST, [_H]),
-    "cudnnSetActivationDescriptor": (_ST, [_H, _E, _E, _D]),
-    "cudnnActivationForward": (_ST, [_H, _H, _P, _H, _P, _P, _H, _P]),
-    "cudnnActivationBackward": (_ST, [_H, _H, _P, _H, _P, _H, _P, _H, _P, _P, _H, _P]),
-    "cudnnSoftmaxForward": (_ST, [_H, _E, _E, _P, _H, _P, _P, _H, _P]),
-    "cudnnSoftmaxBackward": (_ST, [_H, _E, _E, _P, _H, _P, _H, _P, _P, _H, _P]),
-    "cudnnAddTensor": (_ST, [_H, _P, _H, _P, _P, _H, _P]),
-    "cudnnSetTensor": (_ST, [_H, _H, _P, _P]),
-    "cudnnScaleTensor": (_ST, [_H, _H, _P, _P]),
-    "cudnnDeriveBNTensorDescriptor": (_ST, [_H, _H, _E]),
-    "cudnnBatchNormalizationForwardTraining": (
-        _ST, [_H, _E, _P, _P, _H, _P, _H, _P, _H, _P, _P, _D, _P, _P, _D, _P, _P]),
-    "cudnnBatchNormalizationForwardInference": (
-        _ST, [_H, _E, _P, _P, _H, _P, _H, _P, _H, _P, _P, _P, _P, _D]),
-    "cudnnBatchNormalizationBackward": (
-        _ST, [_H, _E, _P, _P, _P, _P, _H, _P, _H, _P, _H, _P, _H, _P, _P, _P, _D, _P, _P]),
     # cnn library
     "cudnnCnnVersionCheck": (_ST, []),
     "cudnnCreateConvolutionDescriptor": (_ST, [_PH]),
     "cudnnDestroyConvolutionDescriptor": (_ST, [_H]),
     "cudnnSetConvolution2dDescriptor": (_ST, [_H, _I, _I, _I, _I, _I, _I, _E, _E]),
     "cudnnSetConvolutionMathType": (_ST, [_H, _E]),
-    "cudnnSetConvolutionGroupCount": (_ST, [_H, _I]),
     "cudnnGetConvolution2dForwardOutputDim": (_ST, [_H, _H, _H, _PI, _PI, _PI, _PI]),
     "cudnnGetConvolutionForwardAlgorithmMaxCount": (_ST, [_H, _PI]),
     "cudnnGetConvolutionBackwardDataAlgorithmMaxCount": (_ST, [_H, _PI]),
@@ -151,7 +123,6 @@ SIGNATURES = {
     "cudnnConvolutionForward": (_ST, _CONV_RUN),
     "cudnnConvolutionBackwardData": (_ST, _CONV_RUN),
     "cudnnConvolutionBackwardFilter": (_ST, _CONV_RUN),
-    "cudnnConvolutionBackwardBias": (_ST, [_H, _P, _H, _P, _P, _H, _P]),
 }
 
 

@@ -37,8 +37,9 @@ import numpy as np
 from . import _cudnn as C
 from . import handles as H
 from ._cudnn import CudnnError, api
+from .._twins import twin_ops
 
-__all__ = ["conv_forward", "conv_backward_data", "conv_backward_filters"]
+__all__ = twin_ops("conv")
 
 
 def _env_flag(name):
@@ -59,10 +60,6 @@ def set_allow_tf32(flag=True):
     """Let float32 convolutions use TF32 tensor cores (results then differ from the CPU
     twin by ~1e-3 relative)."""
     _settings["allow_tf32"] = bool(flag)
-
-
-def autotune_enabled():
-    return _settings["autotune"]
 
 
 def tf32_allowed():
@@ -94,11 +91,6 @@ _BWD_FILTER = _Op("conv_backward_filters", "BackwardFilter", ("tensor", "tensor"
 
 _algorithms = {}            # key -> [(algo, math type, workspace bytes)], best first
 _algorithms_lock = threading.Lock()
-
-
-def clear_algorithm_cache():
-    with _algorithms_lock:
-        _algorithms.clear()
 
 
 def _desc(kind, shape, dtype):

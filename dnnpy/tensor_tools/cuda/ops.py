@@ -21,11 +21,9 @@ FMAs and sums in a different order (tests use ``rtol=1e-5`` in float32).
 import cupy
 
 from .._plane_wise import plane_counts, planes
+from .._twins import twin_ops
 
-__all__ = [
-    "add", "assign_conv_bias_gradient", "assign_bias_gradient", "gemm",
-    "affine_transform", "relu", "relu_gradient", "dot",
-]
+__all__ = twin_ops("ops")
 
 _PLANE_WISE = 1  # dlib's operation_mode::PLANE_WISE (tensor_tools.PLANE_WISE)
 

@@ -18,8 +18,9 @@ import ctypes
 from . import _cudnn as C
 from . import handles as H
 from ._cudnn import CudnnError, api
+from .._twins import twin_ops
 
-__all__ = ["pooling_forward", "pooling_backward"]
+__all__ = twin_ops("pooling")
 
 # dlib's choice; CUDNN_POOLING_MAX_DETERMINISTIC is the deterministic-backward variant
 MAX_MODE = C.CUDNN_POOLING_MAX

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import cupy
 import numpy as np
+from .._twins import twin_ops
 
-__all__ = ["resize_bilinear", "resize_bilinear_gradient"]
+__all__ = twin_ops("resize")
 
 # One thread per destination element i: plane = i / (dnr*dnc), (r, c) inside the plane.
 _POSITION = """

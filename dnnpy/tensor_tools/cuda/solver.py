@@ -12,8 +12,9 @@ from __future__ import annotations
 import math
 
 import cupy
+from .._twins import twin_ops
 
-__all__ = ["affine_transform_range", "compute_adam_update"]
+__all__ = twin_ops("solver")
 
 _affine_range = cupy.ElementwiseKernel(
     "T s1, T s2, T s3, T A, T B, T C", "T d", "d = A * s1 + B * s2 + C * s3",

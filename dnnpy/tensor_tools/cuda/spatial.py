@@ -17,8 +17,9 @@ whole tensor, ``device_write_only()`` also skips the host-to-device copy of old 
 """
 
 from __future__ import annotations
+from .._twins import twin_ops
 
-__all__ = ["reorg", "reorg_gradient", "copy_tensor", "transpose"]
+__all__ = twin_ops("spatial")
 
 
 def _store(add_to, dest_view, values):

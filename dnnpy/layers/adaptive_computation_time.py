@@ -26,7 +26,7 @@ from ..templates import layer_template
 from . import base
 from ._serial import assign_tensor
 from .base import check_int, computational_layer, fmt
-from ..printing import xml_matrix
+from ..printing import xml_matrix, xml_num
 
 __all__ = ["adaptive_computation_time_", "adaptive_computation_time", "act", "act4", "act16"]
 
@@ -220,8 +220,8 @@ class adaptive_computation_time_(computational_layer):
                 f"threshold={fmt(self.halt_threshold_)}, penalty={fmt(self.ponder_penalty_)})")
 
     def to_xml(self):
-        return (f"<act steps='{self.max_steps_}' dim='{self.feature_dim_}' threshold='{fmt(self.halt_threshold_)}'"
-                f" penalty='{fmt(self.ponder_penalty_)}'"
+        return (f"<act steps='{self.max_steps_}' dim='{self.feature_dim_}' threshold='{xml_num(self.halt_threshold_)}'"
+                f" penalty='{xml_num(self.ponder_penalty_)}'"
                 f" depth_scaling='{'true' if self.enable_depth_scaling_ else 'false'}'>\n"
                 + xml_matrix(self.params) + "</act>\n")
 
