@@ -308,7 +308,7 @@ def _is_data(x):
     or memoryview, or bytes that cannot be a path (empty, a NUL byte, the dnnpy magic)."""
     if isinstance(x, (bytearray, memoryview)):
         return True
-    return isinstance(x, bytes) and (not x or b"\0" in x or x.startswith(MAGIC))
+    return isinstance(x, bytes) and (not x or b"\0" in x or x.startswith(MAGIC) or len(x) > 4096)
 
 
 def _read_source(path_or_file):
