@@ -490,8 +490,12 @@ def test_sync_file_with_impossible_settings_is_rejected(fields):
 def test_sync_file_older_extension_versions_still_read():
     """Extension version 3 (this one) writes the loss histories as raw float64; versions 1
     (no plateau budget) and 2 wrote them as dlib doubles. Both still read."""
+    from dnnpy.serialization import Reader, read_header, with_header
     from dnnpy.serialization.primitives import Writer
     data = _sync_bytes_with(gradient_check_budget=0)
+    r = Reader(data)
+    kind, expr = read_header(r)               # the body is rewritten: the header's checksum too
+    data = data[r.pos:]
     w3 = Writer()
     w3.int(3), w3.bool(False), w3.uint(0), w3.uint(0), w3.uint(0)   # no history recorded
     assert data.endswith(w3.bytes())
@@ -500,10 +504,10 @@ def test_sync_file_older_extension_versions_still_read():
     w2.int(2), w2.bool(True), w2.uint(2), w2.float64(0.5), w2.float64(0.25), w2.uint(0), w2.uint(7)
     w1.int(1), w1.bool(False), w1.uint(0), w1.uint(0)
     t = dnn_trainer(REG())
-    t._load_state(head + w2.bytes(), "v2.sync")
+    t._load_state(with_header(kind, expr, head + w2.bytes()), "v2.sync")
     assert t._gradient_check_budget == 7 and t.get_loss_history() == [0.5, 0.25]
     t._gradient_check_budget = 600
-    t._load_state(head + w1.bytes(), "v1.sync")
+    t._load_state(with_header(kind, expr, head + w1.bytes()), "v1.sync")
     assert t._gradient_check_budget == 0
 
 
