@@ -32,9 +32,10 @@ Beyond dlib:
   (``get_layer_params()``) are redrawn, seeded: each is scaled by a random factor in
   [0.5, 1.5] with a random sign, and those at or near 0 start from half the tensor's typical
   size (``_redraw``), so a gradient that is only right at the initial values (a scale that
-  starts at 1, a shift that starts at 0) fails while the layer keeps its usual scale. ``randomize_params=False`` checks the values
-  ``setup`` writes, as dlib does; a callable ``draw(values, rng) -> new values`` draws them
-  for layers whose parameters have constraints (say, a variance that must stay positive).
+  starts at 1, a shift that starts at 0) fails while the layer keeps its usual scale.
+  ``randomize_params=False`` checks the values ``setup`` writes, as dlib does; a callable
+  ``draw(values, rng) -> new values`` draws them for layers whose parameters have
+  constraints (say, a variance that must stay positive).
 * Random layers: every attribute of the layer that holds a ``tt.tensor_rand`` (as
   ``dropout_.rnd`` does) is replaced, in the copy under test, by a ``replaying_rand``: every
   fill restarts from the seed, so every forward of a given shape draws the same numbers and
