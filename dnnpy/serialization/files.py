@@ -253,6 +253,9 @@ def atomic_write(path, data: bytes):
     except (FileNotFoundError, NotADirectoryError) as e:   # the directory vanished meanwhile
         raise SerializationError(f"cannot save to {path}: the directory {directory} does not "
                                  f"exist") from e
+    except OSError as e:     # e.g. no write permission in the directory: name the target
+        raise SerializationError(f"cannot save to {path}: cannot create a file in {directory}: "
+                                 f"{e.strerror or e}") from e
     try:
         with os.fdopen(fd, "wb") as f:
             fd = None
