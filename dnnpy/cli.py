@@ -346,8 +346,13 @@ def _test_layer(args, out, modules):
         shapes += f", input shape {args.input_shape}"
     if args.tagged_shape:
         shapes += f", tagged shape {args.tagged_shape}"
-    params = "random parameters" if result.randomized_params else "setup's parameters"
-    print(f"{layer!r}  ({dtype.name}, seed {args.seed}{shapes}, {params})", file=out)
+    if result.randomized_params:
+        params = ", parameters redrawn"
+    elif args.keep_params:
+        params = ", setup's parameters"
+    else:
+        params = ""
+    print(f"{layer!r}  ({dtype.name}, seed {args.seed}{shapes}{params})", file=out)
     print(str(result), file=out)
     print("PASSED" if result else "FAILED", file=out)
     return 0 if result else 1

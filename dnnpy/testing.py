@@ -89,8 +89,8 @@ class layer_test_results:
     passed outright and counts as 0). A passing layer has it <= the relative tolerance.
     ``eps``: the relative step of the reported run; ``runs``: how many runs were made.
     ``frozen_random``: the attributes whose ``tensor_rand`` was replaced by a
-    ``replaying_rand``; ``randomized_params``: whether the parameters were redrawn after
-    ``setup``.
+    ``replaying_rand``; ``randomized_params``: whether parameters were redrawn after ``setup``
+    (False for a layer without learnable parameters).
     """
 
     was_good: bool = True
@@ -299,6 +299,7 @@ class _run:
         self.draw = draw
         self.rs_params, self.rs_data = [], []
         self.max_rel = 0.0
+        self.redrawn = False
 
     def setup(self, layer, sub):
         """``layer.setup(sub)``, then freeze its random sources and redraw its parameters."""
@@ -315,6 +316,7 @@ class _run:
             raise ValueError(f"test_layer: randomize_params returned {new.shape} values for "
                              f"parameters of shape {params.shape}")
         params.assign(new.reshape(params.shape))
+        self.redrawn = True
 
     def judge(self, kind, i, ref, got, it, rs):
         rel = (ref - got) / ref if ref * got != 0 else ref - got
@@ -543,8 +545,10 @@ def test_layer(layer, dtype=np.float32, seed=0, input_shape=None, tagged_shape=N
         for base_eps in order:
             # each run is reseeded: its verdict does not depend on the order of the runs
             with _parameter_seed(seed):
-                result = _run(copy.deepcopy(layer), base_eps, tol, seed, input_shape, tagged_shape, draw)()
+                run = _run(copy.deepcopy(layer), base_eps, tol, seed, input_shape, tagged_shape, draw)
+                result = run()
             runs += 1
+            redrawn = run.redrawn
             if result:
                 break
             if base_eps == 0.01:
@@ -553,7 +557,7 @@ def test_layer(layer, dtype=np.float32, seed=0, input_shape=None, tagged_shape=N
             result = last  # none passed: report dlib's last run (0.01)
     result.runs = runs
     result.frozen_random = frozen
-    result.randomized_params = draw is not None
+    result.randomized_params = redrawn
     return result
 
 
