@@ -1,24 +1,41 @@
 """The ``dnnpy`` command line (also ``python -m dnnpy``).
 
-``dnnpy info FILE [--type EXPR]``
-    What a saved file holds: for a net its type expression, dlib's layer table
-    (``print(net)``) and the parameter count; for solvers their settings. A dnnpy-format file
-    names its own type; a dlib-format file does not, so ``--type "loss_...[...]"`` (a bracket
-    expression, as ``repr(net_type)`` prints it) is needed to read it.
+``dnnpy --version``
+    Print dnnpy's version.
 
-``dnnpy test-layer "cont_(16,4,4,2,2)" [--dtype float64] [--seed N]``
-    Run ``test_layer`` (dlib's numerical gradient check) on one layer. The expression is a
-    call of a dnnpy layer class with literal numbers, strings, booleans, tag/skip templates
-    (``add_prev_(tag1)``) or dnnpy's named constants (``bn_(CONV_MODE)``) as arguments; it is
-    parsed with ``ast`` and never evaluated. Exit status 0 when the layer passes, 1 otherwise.
+``dnnpy info FILE [--type EXPR] [--import MODULE ...]``
+    What a saved file holds: for a net its type expression, dlib's layer table
+    (``print(net)``), the parameter count and where the file's bytes go (parameters, cached
+    outputs and gradients, the rest); for solvers their settings; for a trainer's
+    synchronization file the training state (epoch, step, learning rate, average losses,
+    solver, net). A dnnpy-format file names its own type; a dlib-format file does not, so
+    ``--type "loss_...[...]"`` (a bracket expression, as ``repr(net_type)`` prints it) is
+    needed to read it. ``--import MODULE`` (repeatable) imports a module first, so that the
+    templates of your own layers are known.
+
+``dnnpy test-layer [MODULE:]EXPR [--dtype float64] [--seed N] [--input-shape N,K,R,C]
+[--tagged-shape N,K,R,C] [--keep-params] [--import MODULE ...]``
+    Run ``test_layer`` (dlib's numerical gradient check) on one layer. EXPR is a call of a
+    layer class with literal numbers, strings, booleans, tag/skip templates
+    (``add_prev_(tag1)``) or named constants (``bn_(CONV_MODE)``) as arguments; it is parsed
+    with ``ast`` and never evaluated. The class is one of dnnpy's, or one of your own:
+    ``mypkg.layers:swish_(0.3)`` imports ``mypkg.layers`` (the current directory is on the
+    path) and looks the class and argument names up there first. ``--input-shape`` fixes the
+    fake subnet's output shape and ``--tagged-shape`` the shape of the level a ``tagN``
+    argument reaches (``scale_(tag1) --input-shape 2,3,1,1 --tagged-shape 2,3,4,4``).
+    ``--keep-params`` checks the parameters ``setup`` writes instead of random ones. Exit
+    status 0 when the layer passes, 1 otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import importlib
 import inspect
 import numbers
+import os
+import re
 import sys
 
 import numpy as np
@@ -29,29 +46,45 @@ __all__ = ["main", "parse_layer_expression"]
 # ----------------------------------------------------------------------------------------
 # layer expressions, without eval
 
-def _layer_classes():
-    from . import layers
+def _is_layer_class(obj):
     from .layers.base import computational_layer
+
+    if not inspect.isclass(obj) or obj is computational_layer:
+        return False
+    if issubclass(obj, computational_layer):
+        return True
+    # a user layer that does not derive from computational_layer: dlib's duck typing
+    return hasattr(obj, "setup") and (hasattr(obj, "forward") or hasattr(obj, "forward_inplace"))
+
+
+def _layer_classes(modules=()):
+    """Classes a layer expression may call: the given modules' first, then dnnpy's."""
+    from . import layers
 
     out = {}
     for name in layers.__all__:
         obj = getattr(layers, name, None)
-        if inspect.isclass(obj) and issubclass(obj, computational_layer) and obj is not computational_layer:
+        if _is_layer_class(obj):
             out[name] = obj
+    for module in modules:
+        for name, obj in vars(module).items():
+            if not name.startswith("_") or name.endswith("_"):
+                if _is_layer_class(obj):
+                    out[name] = obj
     return out
 
 
-def _named_values():
-    """Names an argument may use: tag/skip templates and dnnpy's numeric constants."""
+def _named_values(modules=()):
+    """Names an argument may use: tag/skip templates and numeric constants (dnnpy's, and
+    the given modules' upper-case ones)."""
     import dnnpy
-
-    names = {}
-    for n in dir(dnnpy):
-        v = getattr(dnnpy, n)
-        if n[:1].isupper() and isinstance(v, numbers.Number) and not isinstance(v, bool):
-            names[n] = v
     from .templates import skip_templates, tag_templates
 
+    names = {}
+    for source in (dnnpy, *modules):
+        for n, v in vars(source).items():
+            if n[:1].isupper() and isinstance(v, numbers.Number) and not isinstance(v, bool):
+                names[n] = v
     for t in (*tag_templates, *skip_templates):
         names[t.name] = t
     return names
@@ -71,14 +104,37 @@ def _literal(node, names, expr):
         if node.id in ("True", "False", "None"):
             return {"True": True, "False": False, "None": None}[node.id]
         raise ValueError(f"{expr!r}: unknown name {node.id!r} (allowed: numbers, strings, tag/skip "
-                         f"templates such as tag1, and dnnpy constants such as CONV_MODE)")
+                         f"templates such as tag1, and constants such as CONV_MODE)")
     raise ValueError(f"{expr!r}: arguments must be literal numbers, strings, booleans or names, "
                      f"found {ast.unparse(node)!r}")
 
 
-def parse_layer_expression(expr: str):
+_MODULE_PREFIX = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*:(?!:)(.*)$", re.S)
+
+
+def import_module(name):
+    """Import a user module by name, with the current directory on the path (as
+    ``python -m`` has it); a failure is a ``ValueError`` naming the module."""
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        return importlib.import_module(name)
+    except ImportError as e:
+        raise ValueError(f"cannot import the module {name!r}: {e}") from None
+
+
+def parse_layer_expression(expr: str, modules=()):
     """``"con_(16,5,5,2,2)"`` -> a ``con_`` instance, without ``eval``: the expression must be
-    one call of a dnnpy layer class whose arguments are literals or allowed names."""
+    one call of a layer class whose arguments are literals or allowed names.
+
+    ``"mypkg.layers:swish_(0.3)"`` imports ``mypkg.layers`` and looks names up there first;
+    ``modules`` (imported module objects) are searched too."""
+    modules = list(modules)
+    m = _MODULE_PREFIX.match(expr)
+    if m is not None:
+        modules.insert(0, import_module(m.group(1)))
+        expr = m.group(2)
     try:
         tree = ast.parse(expr.strip(), mode="eval")
     except SyntaxError as e:
@@ -86,12 +142,14 @@ def parse_layer_expression(expr: str):
     call = tree.body
     if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name):
         raise ValueError(f"{expr!r}: expected a call of a layer class, such as con_(16,5,5,2,2)")
-    classes = _layer_classes()
+    classes = _layer_classes(modules)
     cls = classes.get(call.func.id)
     if cls is None:
-        raise ValueError(f"{expr!r}: unknown layer class {call.func.id!r}; known: "
+        where = f" in {', '.join(mod.__name__ for mod in modules)} or dnnpy" if modules else ""
+        hint = "" if modules else "; a layer of your own: MODULE:EXPR (e.g. mypkg.layers:swish_(0.3))"
+        raise ValueError(f"{expr!r}: unknown layer class {call.func.id!r}{where}{hint}; known: "
                          f"{', '.join(sorted(classes))}")
-    names = _named_values()
+    names = _named_values(modules)
     args = [_literal(a, names, expr) for a in call.args]
     kwargs = {}
     for k in call.keywords:
@@ -101,26 +159,152 @@ def parse_layer_expression(expr: str):
     return cls(*args, **kwargs)
 
 
-# ----------------------------------------------------------------------------------------
-# commands
+def _shape(text):
+    try:
+        shape = tuple(int(v) for v in text.replace("x", ",").split(","))
+    except ValueError:
+        shape = ()
+    if len(shape) != 4 or min(shape) < 1:
+        raise argparse.ArgumentTypeError(f"expected N,K,R,C (four positive integers), got {text!r}")
+    return shape
 
-def _info(args, out):
-    from .core import _node
-    from .errors import SerializationError
-    from .serialization.files import MAGIC, _read_source, deserialize, load
-    from .parsing import net_type_from_string
+
+# ----------------------------------------------------------------------------------------
+# info
+
+def _mb(n):
+    return f"{n} bytes" if n < 10_000 else f"{n / 1e6:.3g} MB ({n} bytes)"
+
+
+def _byte_breakdown(net, file_bytes, out):
+    """Where a net's bytes go: learnable parameters, cached tensors, the rest."""
+    from .serialization.files import to_bytes
     from .visitors import count_parameters
 
+    try:
+        whole = len(to_bytes(net, "dlib", clean=False))
+        cleaned = len(to_bytes(net, "dlib", clean=True))
+    except Exception:  # noqa: BLE001 - a breakdown is a bonus, never a failure
+        return
+    params = 4 * count_parameters(net)
+    cached = whole - cleaned
+    rest = file_bytes - params - cached
+    print(f"bytes: {_mb(params)} of parameters, {_mb(cached)} of cached outputs and gradients, "
+          f"{_mb(max(rest, 0))} of the rest (headers, layer settings, other state)", file=out)
+    if cached > max(params, 1):
+        print("  the cached tensors are not needed to use the net: dnnpy.serialize drops them "
+              "(clean=True, the default), as net.clean() does", file=out)
+
+
+def _describe_net(net, file_bytes, out):
+    from .visitors import count_parameters
+
+    print(f"net type: {net.net_type!r}", file=out)
+    print(str(net), end="", file=out)
+    print(f"parameters: {count_parameters(net)}", file=out)
+    _byte_breakdown(net, file_bytes, out)
+
+
+def _sync_state(data, name, expr):
+    """Decode a trainer sync file with the trainer's own reader (``training.sync``'s
+    ``decode_state`` and a ``dnn_trainer`` built for the file's net type), trying each solver
+    type. Returns ``(trainer, state dict)``."""
+    from .errors import SerializationError
+    from .serialization.files import _solver_classes
+    from .parsing import net_type_from_string
+    from .training import sync
+    from .training.trainer import dnn_trainer
+
+    try:
+        net_type = net_type_from_string(expr)
+    except ValueError as e:
+        raise SerializationError(f"{name}: the sync file's net type {expr!r} cannot be rebuilt: {e}"
+                                 f"{_IMPORT_HINT if 'unknown template' in str(e) else ''}") from None
+    errors = []
+    for solver_name, cls in _solver_classes().items():
+        trainer = dnn_trainer(net_type(), cls())
+        try:
+            state = sync.decode_state(data, name, trainer)
+        except SerializationError as e:
+            errors.append(e)
+            continue
+        state["commit_net"]()
+        state["commit_solvers"]()
+        return trainer, state
+    # the solver type that read furthest into the file is the file's: report its error
+    raise max(errors, key=_error_offset)
+
+
+def _error_offset(e):
+    m = re.search(r"at byte offset (\d+)\)", str(e))
+    return int(m.group(1)) if m else -1
+
+
+_IMPORT_HINT = " (a layer of your own? pass --import MODULE, the module that defines it)"
+
+
+def _describe_sync(data, name, expr, out):
+    trainer, s = _sync_state(data, name, expr)
+    get = s.get
+    print(f"trainer synchronization file (dnn_trainer), net type: {expr}", file=out)
+    print(f"epoch: {get('epoch_iteration')}  (position {get('epoch_pos')} in it)", file=out)
+    print(f"steps: {get('train_one_step_calls')} train_one_step calls, {get('test_one_step_calls')} "
+          f"test_one_step calls (as dlib, train() steps are not counted there)", file=out)
+    solvers = trainer.get_solvers()
+    counts = [getattr(sv, "t", None) for sv in solvers]      # adam counts its updates
+    counts = [float(c) for c in counts if isinstance(c, numbers.Real)]
+    if counts:
+        print(f"solver updates: {max(counts):g}", file=out)
+    print(f"learning rate: {get('learning_rate'):g} (stops below {get('min_learning_rate'):g}; "
+          f"shrink factor {get('learning_rate_shrink'):g})", file=out)
+    rs, rs_test = get("rs"), get("rs_test")
+    if rs is not None and rs.current_n():
+        print(f"average loss: {rs.mean():.6g} (over the last {int(rs.current_n())} steps)", file=out)
+    else:
+        print("average loss: none recorded yet", file=out)
+    if rs_test is not None and rs_test.current_n():
+        print(f"average test loss: {rs_test.mean():.6g}", file=out)
+    print(f"steps without progress: {get('steps_without_progress')} "
+          f"(threshold {get('iter_without_progress_thresh')})", file=out)
+    print(f"mini-batch size: {get('mini_batch_size')}, max epochs: {get('max_num_epochs')}", file=out)
+    history = get("loss_history") or []
+    if history:
+        print(f"loss history: {len(history)} values, last {history[-1]:.6g}", file=out)
+    if solvers:
+        print(f"solver: {solvers[0]!r} (one per computational layer: {len(solvers)})", file=out)
+    net = trainer.get_net()
+    print(str(net), end="", file=out)
+    from .visitors import count_parameters
+
+    print(f"parameters: {count_parameters(net)}", file=out)
+    print(f"file: {_mb(len(data))}", file=out)
+
+
+def _info(args, out):
+    from .core import net_node
+    from .errors import SerializationError
+    from .serialization.files import _not_a_net, _read_source, deserialize, load, read_header
+    from .serialization.primitives import Reader
+    from .parsing import net_type_from_string
+
     data, _ = _read_source(args.file)
-    is_dnnpy = data.startswith(MAGIC)
-    if is_dnnpy:
+    header = read_header(Reader(data, args.file))
+    if header is not None and header[0] == "dnn_trainer":
+        print(f"file: {args.file} (dnnpy format, {len(data)} bytes)", file=out)
+        _describe_sync(data, args.file, header[1], out)
+        return 0
+    if header is not None:
         obj = load(args.file)
         fmt = "dnnpy"
     else:
         if not args.type:
+            plainly = _not_a_net(data)
+            if plainly:
+                raise SerializationError(f"{args.file}: {plainly}")
             raise SerializationError(
-                f"{args.file} is a dlib-format file: it does not store its net type. Pass the type "
-                f"as a bracket expression: dnnpy info {args.file} --type \"loss_...[...]\"")
+                f"{args.file}: no dnnpy header: a dlib-format file, or not a net file. A "
+                f"dlib-format file does not store its net type: pass it as a bracket expression, "
+                f"dnnpy info {args.file} --type \"loss_...[...]\"")
         try:
             net_type = net_type_from_string(args.type)
         except ValueError as e:
@@ -128,10 +312,8 @@ def _info(args, out):
         obj = deserialize(args.file, net_type())
         fmt = "dlib"
     print(f"file: {args.file} ({fmt} format, {len(data)} bytes)", file=out)
-    if isinstance(obj, _node):
-        print(f"net type: {obj.net_type!r}", file=out)
-        print(str(obj), end="", file=out)
-        print(f"parameters: {count_parameters(obj)}", file=out)
+    if isinstance(obj, net_node):
+        _describe_net(obj, len(data), out)
     elif isinstance(obj, list):
         print(f"solvers: {len(obj)}", file=out)
         for i, s in enumerate(obj):
@@ -141,28 +323,67 @@ def _info(args, out):
     return 0
 
 
-def _test_layer(args, out):
+# ----------------------------------------------------------------------------------------
+# test-layer
+
+_SHAPE_HINT = ("this layer may need particular input shapes: pass --input-shape N,K,R,C (the "
+               "fake subnet's output) and, for a tag argument, --tagged-shape N,K,R,C")
+
+
+def _test_layer(args, out, modules):
     from .testing import test_layer
 
-    layer = parse_layer_expression(args.layer)
+    layer = parse_layer_expression(args.layer, modules)
     dtype = np.dtype(args.dtype)
-    result = test_layer(layer, dtype=dtype, seed=args.seed)
-    print(f"{layer!r}  ({dtype.name}, seed {args.seed})", file=out)
+    try:
+        result = test_layer(layer, dtype=dtype, seed=args.seed, input_shape=args.input_shape,
+                            tagged_shape=args.tagged_shape, randomize_params=not args.keep_params)
+    except ValueError as e:
+        hint = "" if args.input_shape and args.tagged_shape else f" ({_SHAPE_HINT})"
+        raise ValueError(f"{layer!r}: {e}{hint}") from None
+    shapes = ""
+    if args.input_shape:
+        shapes += f", input shape {args.input_shape}"
+    if args.tagged_shape:
+        shapes += f", tagged shape {args.tagged_shape}"
+    if result.randomized_params:
+        params = ", parameters redrawn"
+    elif args.keep_params:
+        params = ", setup's parameters"
+    else:
+        params = ""
+    print(f"{layer!r}  ({dtype.name}, seed {args.seed}{shapes}{params})", file=out)
     print(str(result), file=out)
     print("PASSED" if result else "FAILED", file=out)
     return 0 if result else 1
 
 
+# ----------------------------------------------------------------------------------------
+
 def _parser():
+    from . import __version__
+
     p = argparse.ArgumentParser(prog="dnnpy", description="dnnpy: dlib's dnn in Python")
+    p.add_argument("--version", action="version", version=f"dnnpy {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
-    i = sub.add_parser("info", help="describe a saved net or solver file")
+    imp = dict(action="append", default=[], metavar="MODULE",
+               help="import MODULE first (repeatable): the module defining your own layers")
+    i = sub.add_parser("info", help="describe a saved net, solver or trainer sync file")
     i.add_argument("file")
     i.add_argument("--type", help="the net type of a dlib-format file, as a bracket expression")
-    t = sub.add_parser("test-layer", help="run test_layer on a layer expression, e.g. \"con_(4,3,3,1,1)\"")
-    t.add_argument("layer")
+    i.add_argument("--import", dest="imports", **imp)
+    t = sub.add_parser("test-layer", help="run test_layer on a layer expression, e.g. \"con_(4,3,3,1,1)\" "
+                                          "or \"mypkg.layers:swish_(0.3)\"")
+    t.add_argument("layer", help="[MODULE:]EXPR, e.g. con_(4,3,3,1,1) or mypkg.layers:swish_(0.3)")
     t.add_argument("--dtype", default="float32", choices=["float32", "float64"])
     t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--input-shape", type=_shape, metavar="N,K,R,C",
+                   help="the fake subnet's output shape (default: random, as dlib)")
+    t.add_argument("--tagged-shape", type=_shape, metavar="N,K,R,C",
+                   help="the shape of the level a tagN argument reaches (scale_, multm_prev_ ...)")
+    t.add_argument("--keep-params", action="store_true",
+                   help="check the parameters setup writes (dlib's behaviour) instead of random ones")
+    t.add_argument("--import", dest="imports", **imp)
     return p
 
 
@@ -171,9 +392,10 @@ def main(argv=None) -> int:
 
     args = _parser().parse_args(argv)
     try:
+        modules = [import_module(m) for m in args.imports]
         if args.command == "info":
             return _info(args, sys.stdout)
-        return _test_layer(args, sys.stdout)
+        return _test_layer(args, sys.stdout, modules)
     except (SerializationError, ValueError, TypeError) as e:
         print(f"dnnpy {args.command}: error: {e}", file=sys.stderr)
         return 1

@@ -80,3 +80,172 @@ def test_python_m_dnnpy(files):
     r = subprocess.run([sys.executable, "-m", "dnnpy", "info", str(files / "n.dnnpy")],
                        capture_output=True, text=True, env=env, timeout=60)
     assert r.returncode == 0 and "parameters: 119" in r.stdout
+    r = subprocess.run([sys.executable, "-m", "dnnpy", "--version"],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 0 and r.stdout.strip() == f"dnnpy {dnnpy.__version__}"
+
+
+# ----------------------------------------------------------------------------------------
+# --version, sync files, bytes, user layers (newcomer findings 11 and 17)
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0
+    assert capsys.readouterr().out.strip() == f"dnnpy {dnnpy.__version__}"
+
+
+def test_info_says_where_the_bytes_go(tmp_path, capsys):
+    net = NET()
+    net([np.zeros((4, 4), np.float32)] * 4)
+    dnnpy.serialize(net, tmp_path / "raw.dnnpy", clean=False)
+    dnnpy.serialize(net, tmp_path / "clean.dnnpy")
+    assert main(["info", str(tmp_path / "raw.dnnpy")]) == 0
+    out = capsys.readouterr().out
+    assert "476 bytes of parameters" in out          # 119 parameters
+    assert "of cached outputs and gradients" in out and "net.clean()" in out
+    assert main(["info", str(tmp_path / "clean.dnnpy")]) == 0
+    assert "0 bytes of cached outputs and gradients" in capsys.readouterr().out
+
+
+def test_info_of_a_trainer_sync_file(tmp_path, capsys):
+    from dnnpy import adam, dnn_trainer
+
+    sync = str(tmp_path / "run_sync")
+    x = [np.random.default_rng(i).standard_normal((4, 4)).astype(np.float32) for i in range(4)]
+    t = dnn_trainer(NET(), adam())
+    t.be_quiet()
+    t.set_learning_rate(0.005)
+    t.set_mini_batch_size(2)
+    t.set_max_num_epochs(3)
+    t.set_synchronization_file(sync, 1000)
+    t.train(x, [0, 1, 2, 0])
+    name = sync if os.path.exists(sync) else sync + "_"
+    assert main(["info", name]) == 0
+    out = capsys.readouterr().out
+    assert "trainer synchronization file" in out and f"net type: {NET!r}" in out
+    assert "epoch: 3" in out and "solver updates: 6" in out
+    assert "learning rate: 0.005" in out and "average loss:" in out
+    assert "solver: adam" in out and "parameters: 119" in out
+
+
+USER_MODULE = '''
+import numpy as np
+import dnnpy.tensor_tools as tt
+from dnnpy.layers.base import computational_layer
+from dnnpy.templates import layer_template
+
+BETA = 0.3
+
+
+class cli_swish_(computational_layer):
+    """out = x * sigmoid(beta x), beta learnable."""
+
+    def __init__(self, beta=1.0):
+        super().__init__()
+        self.beta = beta
+
+    def setup(self, sub):
+        self.params.set_size(1)
+        self.params.fill(self.beta)
+
+    def _parts(self, sub):
+        x = sub.get_output().host_read().astype(np.float64)
+        b = float(self.params.host_read().reshape(-1)[0])
+        s = 1 / (1 + np.exp(-b * x))
+        return x, b, s, s * (1 - s)
+
+    def forward(self, sub, output):
+        x, b, s, _ = self._parts(sub)
+        output.copy_size(sub.get_output())
+        output.assign(x * s)
+
+    def backward(self, gradient_input, sub, params_grad):
+        x, b, s, ds = self._parts(sub)
+        g = gradient_input.host_read()
+        params_grad.assign(np.full(params_grad.shape, (g * x * x * ds).sum()))
+        sub.get_gradient_input().host()[...] += g * (s + b * x * ds)
+
+    def serialize(self, w):
+        w.string("cli_swish_")
+        w.tensor(self.params)
+
+    def deserialize(self, r):
+        r.expect_string("cli_swish_")
+        r.tensor("cli_swish_ params", into=self.params)
+
+    def __repr__(self):
+        return "cli_swish"
+
+
+cli_swish = layer_template("cli_swish", cli_swish_)
+'''
+
+
+@pytest.fixture
+def user_module(tmp_path, monkeypatch):
+    (tmp_path / "cli_user_layers.py").write_text(USER_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield "cli_user_layers"
+    sys.modules.pop("cli_user_layers", None)
+
+
+def test_test_layer_of_a_user_layer(user_module, capsys):
+    assert main(["test-layer", f"{user_module}:cli_swish_(BETA)", "--dtype", "float64"]) == 0
+    assert "PASSED" in capsys.readouterr().out
+    assert main(["test-layer", "cli_swish_(0.5)", "--import", user_module]) == 0
+    assert main(["test-layer", "cli_swish_(0.5)"]) == 1
+    assert "MODULE:EXPR" in capsys.readouterr().err
+    assert main(["test-layer", "no_such_module_xyz:relu_()"]) == 1
+    assert "cannot import the module 'no_such_module_xyz'" in capsys.readouterr().err
+
+
+def test_info_of_a_net_with_user_layers(user_module, tmp_path, capsys):
+    path = tmp_path / "mine.dnnpy"
+    expr = "loss_multiclass_log[fc[3, cli_swish[input[float32]]]]"
+    subprocess_code = (f"import numpy as np, dnnpy, {user_module}\n"
+                       f"net = dnnpy.net_type_from_string({expr!r})()\n"
+                       f"net([np.ones((2, 2), np.float32)])\n"
+                       f"dnnpy.serialize(net, {str(path)!r})\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.path.dirname(os.path.dirname(dnnpy.__file__))]))
+    subprocess.run([sys.executable, "-c", subprocess_code], env=env, check=True, timeout=120)
+    if "cli_swish" not in dnnpy.templates._REGISTRY:        # not yet imported in this process
+        assert main(["info", str(path)]) == 1
+        err = capsys.readouterr().err
+        assert "unknown template" in err and "import the module that defines it" in err
+    assert main(["info", str(path), "--import", user_module]) == 0
+    assert "cli_swish" in capsys.readouterr().out
+
+
+def test_test_layer_of_random_layers_is_honest(capsys):
+    assert main(["test-layer", "dropout_(0.5)"]) == 0
+    out = capsys.readouterr().out
+    assert "PASSED" in out and "random draws frozen" in out
+
+
+@pytest.mark.parametrize("expr, shape, tagged", [
+    ("scale_(tag1)", "2,3,1,1", "2,3,4,4"),
+    ("scale_prev_(tag1)", "2,3,4,4", "2,3,1,1"),
+    ("multm_prev_(tag1)", "2,3,4,3", "2,3,3,5"),
+])
+def test_test_layer_with_shapes(expr, shape, tagged, capsys):
+    assert main(["test-layer", expr, "--input-shape", shape, "--tagged-shape", tagged]) == 0
+    out = capsys.readouterr().out
+    assert "PASSED" in out and "input shape (" in out and "tagged shape (" in out
+
+
+def test_test_layer_shape_errors_suggest_the_options(capsys):
+    assert main(["test-layer", "scale_(tag1)"]) == 1
+    assert "--input-shape" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["test-layer", "relu_()", "--input-shape", "2,3"])
+    assert "N,K,R,C" in capsys.readouterr().err
+
+
+def test_info_of_files_that_are_not_nets(tmp_path, capsys):
+    (tmp_path / "e").write_bytes(b"")
+    assert main(["info", str(tmp_path / "e")]) == 1
+    assert "empty" in capsys.readouterr().err
+    (tmp_path / "p.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(30))
+    assert main(["info", str(tmp_path / "p.png")]) == 1
+    assert "PNG image" in capsys.readouterr().err

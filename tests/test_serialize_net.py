@@ -185,7 +185,7 @@ def test_read_restores_bookkeeping_and_keeps_identity():
     net = EXAMPLE()
     x = matrices(2)
     net.compute_parameter_gradients(x, [0, 1])
-    data = to_bytes(net, "dlib")
+    data = to_bytes(net, "dlib", clean=False)     # with the caches (the default drops them)
     target = EXAMPLE()
     fc_details = target.subnet().layer_details()
     r = Reader(data)

@@ -508,8 +508,12 @@ def test_sync_file_older_extension_versions_still_read():
     """Extension version 4 (this one) adds the training step of each test loss; 3 wrote the
     loss histories as raw float64 without steps; 2 and 1 wrote them as dlib doubles (1 also
     without the plateau budget). All still read; a test loss without a step reads as None."""
+    from dnnpy.serialization import Reader, read_header, with_header
     from dnnpy.serialization.primitives import Writer
     data = _sync_bytes_with(gradient_check_budget=0)
+    r = Reader(data)
+    kind, expr = read_header(r)               # the body is rewritten: the header's checksum too
+    data = data[r.pos:]
     w4 = Writer()
     w4.int(4), w4.bool(False), w4.uint(0), w4.uint(0), w4.uint(0)   # no history recorded
     assert data.endswith(w4.bytes())
@@ -520,13 +524,13 @@ def test_sync_file_older_extension_versions_still_read():
     w2.int(2), w2.bool(True), w2.uint(2), w2.float64(0.5), w2.float64(0.25), w2.uint(0), w2.uint(7)
     w1.int(1), w1.bool(False), w1.uint(0), w1.uint(0)
     t = dnn_trainer(REG())
-    t._load_state(head + w3.bytes(), "v3.sync")
+    t._load_state(with_header(kind, expr, head + w3.bytes()), "v3.sync")
     assert t._gradient_check_budget == 9 and t.get_loss_history() == [0.5]
     assert t.get_test_loss_history() == [(None, 0.75)]
-    t._load_state(head + w2.bytes(), "v2.sync")
+    t._load_state(with_header(kind, expr, head + w2.bytes()), "v2.sync")
     assert t._gradient_check_budget == 7 and t.get_loss_history() == [0.5, 0.25]
     t._gradient_check_budget = 600
-    t._load_state(head + w1.bytes(), "v1.sync")
+    t._load_state(with_header(kind, expr, head + w1.bytes()), "v1.sync")
     assert t._gradient_check_budget == 0
 
 

@@ -91,7 +91,7 @@ def main(argv=None) -> dict:
 
     # save, reload with no code, and prove the reloaded net computes exactly the same thing
     net.clean()
-    net_path = out / "autoencoder_net.dat"
+    net_path = out / "autoencoder_net.dnnpy"
     dnnpy.serialize(net, net_path)
     loaded = dnnpy.load(net_path)
     outputs, reloaded_outputs = reconstruct(net, test), reconstruct(loaded, test)

@@ -106,7 +106,7 @@ def main(argv=None) -> dict:
 
     # as dlib's example: clean() drops the intermediate state, then save the net
     net.clean()
-    net_path = out / "digits_network.dat"
+    net_path = out / "digits_network.dnnpy"
     dnnpy.serialize(net, net_path)
     print(net)
     print(f"training done ({train_seconds:.1f} s in this run); saved the net to {net_path}")

@@ -3,17 +3,18 @@
 * ``primitives``: ``Writer`` / ``Reader``, dlib's encodings of integers, floats, strings,
   tensors and alias_tensors;
 * ``net``: ``write_net`` / ``read_net`` (dlib's wrapper layout; atomic reads);
-* ``files``: ``serialize`` / ``deserialize`` / ``load`` (dnnpy header or raw dlib bytes;
-  atomic saves), ``to_bytes`` / ``from_bytes``.
+* ``files``: ``serialize`` / ``deserialize`` / ``load`` (dnnpy header with a checksum, or raw
+  dlib bytes; atomic saves), ``to_bytes`` / ``from_bytes``, ``with_header`` / ``read_header``.
 """
 
-from .files import (FORMAT_VERSION, MAGIC, atomic_write, deserialize, from_bytes, load,
-                    read_solvers_staged, serialize, to_bytes, write_solvers)
+from .files import (FORMAT_VERSION, MAGIC, READABLE_VERSIONS, atomic_write, deserialize,
+                    from_bytes, load, read_header, read_solvers_staged, serialize, to_bytes,
+                    with_header, write_solvers)
 from .net import read_net, read_net_staged, read_object, write_net, write_object
 from .primitives import Reader, Writer
 from ..errors import SerializationError
 
 __all__ = ["Writer", "Reader", "SerializationError", "write_net", "read_net", "read_net_staged",
            "write_object", "read_object", "serialize", "deserialize", "load", "to_bytes",
-           "from_bytes", "atomic_write", "write_solvers", "read_solvers_staged", "MAGIC",
-           "FORMAT_VERSION"]
+           "from_bytes", "atomic_write", "write_solvers", "read_solvers_staged", "with_header",
+           "read_header", "MAGIC", "FORMAT_VERSION", "READABLE_VERSIONS"]

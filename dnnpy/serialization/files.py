@@ -3,13 +3,26 @@ forms ``to_bytes`` / ``from_bytes``), the dnnpy header, and atomic saves.
 
 Two formats:
 
-* ``"dlib"``: exactly the bytes dlib writes (``serialize("f.dat") << net``): no header.
-* ``"dnnpy"`` (default): a header, then the same dlib bytes. The header is the raw magic
-  ``b"DNNPY\\0"``, then in dlib's encodings: the format version (unsigned, 1), the object kind
-  (string: ``"net"``, ``"solver"``, ``"solvers"`` or ``"object"``) and the type expression
-  (string: ``repr(net.net_type)`` for a net, the class name of a solver / solvers' element /
-  object). ``load`` rebuilds a net from that expression with ``net_type_from_string`` (no
+* ``"dlib"``: dlib's bytes (``serialize("f.dat") << net``): no header.
+* ``"dnnpy"``: a header, then the same dlib bytes. The header (format version 2) is the raw
+  magic ``b"DNNPY\\0"``, then in dlib's encodings the format version (unsigned, 2) and the
+  length of the payload (unsigned), then the CRC32 of the payload (4 raw bytes, little-endian),
+  then the payload: the object kind (string: ``"net"``, ``"solver"``, ``"solvers"``,
+  ``"object"``, or ``"dnn_trainer"`` for a trainer's sync file), the type expression (string:
+  ``repr(net.net_type)`` for a net, the class name of a solver / solvers' element / object),
+  then the dlib bytes. A changed, missing or extra byte anywhere is a ``SerializationError``.
+  Version 1 files (no length, no checksum: magic, version, kind, type, body) are still read.
+  ``load`` rebuilds a net from the type expression with ``net_type_from_string`` (no
   ``eval``).
+
+Which format: ``format=None`` (the default) picks dlib's for a path (or a file object's
+``name``) ending in ``.dat``, dlib's usual extension, and dnnpy's otherwise; an explicit
+``format=`` always wins.
+
+Cached tensors: ``clean=True`` (the default, both formats) writes the net as dlib writes it
+after ``net.clean()``: no cached outputs, no gradients. The caller's net is not touched (a
+cleaned copy is written). ``clean=False`` writes the net as it is, caches included: with
+``format="dlib"`` these are exactly the bytes dlib writes for the same net.
 
 Objects: a net (any node; nets with a loss are dlib's usual files), a solver (``sgd``,
 ``adam``), a list of solvers (dlib's ``std::vector<solver>``: count, then each), or any object
@@ -21,20 +34,25 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 import secrets
+import time
+import zlib
 
-from ..core import _node
+from ..core import net_node
 from ..errors import SerializationError
 from .net import _adopt, read_net_staged, read_object, write_net, write_object
 from .primitives import Reader, Writer
 
 __all__ = ["serialize", "deserialize", "load", "to_bytes", "from_bytes", "atomic_write",
-           "write_solvers", "read_solvers_staged", "MAGIC", "FORMAT_VERSION"]
+           "write_solvers", "read_solvers_staged", "with_header", "read_header", "MAGIC",
+           "FORMAT_VERSION", "READABLE_VERSIONS"]
 
 MAGIC = b"DNNPY\0"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2              # the version written
+READABLE_VERSIONS = (1, 2)      # 1: no payload length, no checksum
 FORMATS = ("dnnpy", "dlib")
-
+_DLIB_EXTENSIONS = (".dat",)
 
 # ----------------------------------------------------------------------------------------
 # kinds of objects
@@ -51,7 +69,7 @@ def _is_solver(obj):
 
 def _kind(obj):
     """``(kind, type expression)`` of an object to save."""
-    if isinstance(obj, _node):
+    if isinstance(obj, net_node):
         if obj.net_type is None:
             return "net", None
         return "net", repr(obj.net_type)
@@ -85,41 +103,159 @@ def _write_body(w, obj, kind):
         write_object(w, obj, kind)
 
 
-def to_bytes(obj, format="dnnpy") -> bytes:
-    """The bytes ``serialize(obj, path, format)`` writes."""
-    if format not in FORMATS:
-        raise ValueError(f"serialize: format must be one of {FORMATS}, got {format!r}")
-    kind, expr = _kind(obj)
+def _default_format(target):
+    """dlib's format for a ``.dat`` path (or a file object named so), dnnpy's otherwise."""
+    name = getattr(target, "name", None) if hasattr(target, "write") else target
+    try:
+        name = os.fspath(name) if name is not None else ""
+    except TypeError:
+        return "dnnpy"
+    if isinstance(name, bytes):
+        name = os.fsdecode(name)
+    return "dlib" if str(name).lower().endswith(_DLIB_EXTENSIONS) else "dnnpy"
+
+
+def _cleaned(obj):
+    """A copy of net ``obj`` after dlib's ``clean()`` (the caller's net is not touched)."""
+    if not isinstance(obj, net_node):
+        return obj
+    out = copy.deepcopy(obj)
+    out.clean()
+    return out
+
+
+def with_header(kind: str, expr: str, body: bytes) -> bytes:
+    """``body`` (dlib bytes) behind a dnnpy header naming ``kind`` and the type expression
+    ``expr``, with the payload's length and CRC32 (format version ``FORMAT_VERSION``)."""
+    payload = Writer()
+    payload.string(kind)
+    payload.string(expr)
+    payload.raw(body)
+    payload = payload.buffer
     w = Writer()
-    if format == "dnnpy":
-        if expr is None:
-            raise SerializationError("serialize: this net was not built from a net type (it has no "
-                                     "net_type), so the dnnpy header cannot name its type; use "
-                                     "format='dlib'")
-        w.raw(MAGIC)
-        w.uint(FORMAT_VERSION)
-        w.string(kind)
-        w.string(expr)
-    _write_body(w, obj, kind)
+    w.raw(MAGIC)
+    w.uint(FORMAT_VERSION)
+    w.uint(len(payload))
+    w.raw((zlib.crc32(payload) & 0xFFFFFFFF).to_bytes(4, "little"))
+    w.raw(payload)
     return w.bytes()
+
+
+def to_bytes(obj, format="dnnpy", clean=True) -> bytes:
+    """The bytes ``serialize(obj, path, format, clean)`` writes (``format`` is ``"dnnpy"`` or
+    ``"dlib"``; ``None`` means dnnpy here, as there is no file name to go by)."""
+    if format is None:
+        format = "dnnpy"
+    if format not in FORMATS:
+        raise ValueError(f"serialize: format must be one of {FORMATS} (or None: by the file "
+                         f"name's extension), got {format!r}")
+    kind, expr = _kind(obj)
+    if format == "dnnpy" and expr is None:
+        raise SerializationError("serialize: this net was not built from a net type (it has no "
+                                 "net_type), so the dnnpy header cannot name its type; use "
+                                 "format='dlib'")
+    if clean:
+        obj = _cleaned(obj)
+    w = Writer()
+    _write_body(w, obj, kind)
+    if format == "dlib":
+        return w.bytes()
+    return with_header(kind, expr, w.buffer)
 
 
 # ----------------------------------------------------------------------------------------
 # files
 
+_STARTED = time.time()   # temp files of dead writers older than this are stale (atomic_write)
+_TMP = re.compile(r"^\.(?P<base>.+)\.(?:(?P<pid>\d+)-)?[0-9a-f]{12}\.tmp$")
+
+
+def _pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:      # EPERM: it exists, owned by someone else
+        return True
+    return True
+
+
+def _remove_stale_temp_files(directory, base):
+    """Remove temp files that an earlier save of ``base`` in ``directory`` left behind when
+    its process was killed: ``.base.<pid>-<hex>.tmp`` whose pid is not a live process and
+    that is older than this process, or a pidless ``.base.<hex>.tmp`` (older dnnpy) over an
+    hour old. A live process's temp file is never removed (a pid that is reused keeps its
+    file until that process ends). Best effort: errors are ignored. POSIX only."""
+    if os.name != "posix":
+        return
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    prefix = f".{base}."
+    now = time.time()
+    for name in names:
+        if not name.startswith(prefix) or not name.endswith(".tmp"):
+            continue
+        m = _TMP.match(name)
+        if m is None or m.group("base") != base:
+            continue
+        path = os.path.join(directory, name)
+        try:
+            mtime = os.lstat(path).st_mtime
+        except OSError:
+            continue
+        pid = m.group("pid")
+        if pid is None:
+            stale = mtime < now - 3600
+        else:
+            pid = int(pid)
+            stale = pid != os.getpid() and mtime < _STARTED and not _pid_alive(pid)
+        if stale:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+
+def _check_target(path, directory):
+    """A clear ``SerializationError`` naming ``path`` when it cannot be saved to."""
+    if os.path.isdir(path):
+        raise SerializationError(f"cannot save to {path}: it is a directory (give a file name "
+                                 f"inside it)")
+    if not os.path.isdir(directory):
+        what = "is not a directory" if os.path.exists(directory) else "does not exist"
+        raise SerializationError(f"cannot save to {path}: the directory {directory} {what}")
+
+
 def atomic_write(path, data: bytes):
-    """Write ``data`` to ``path`` atomically: a temp file in the same directory, flushed and
-    fsynced, then renamed over ``path``. On any failure ``path`` is untouched and the temp
-    file is removed. A new file gets the usual ``0o666 & ~umask`` permissions; an existing
-    file's permission bits are kept."""
+    """Write ``data`` to ``path`` atomically: a temp file ``.name.<pid>-<hex>.tmp`` in the
+    same directory, flushed and fsynced, then renamed over ``path``. On any failure ``path``
+    is untouched and the temp file is removed; temp files that killed saves of the same
+    ``path`` left behind are removed at the next save (see ``_remove_stale_temp_files``). A
+    missing directory or a ``path`` that is a directory raise ``SerializationError`` naming
+    ``path``. A new file gets the usual ``0o666 & ~umask`` permissions; an existing file's
+    permission bits are kept."""
     path = os.fspath(path)
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
     directory = os.path.dirname(os.path.abspath(path))
+    base = os.path.basename(path)
+    _check_target(path, directory)
     try:
         keep_mode = os.stat(path).st_mode & 0o7777
     except FileNotFoundError:
         keep_mode = None
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.{secrets.token_hex(6)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    _remove_stale_temp_files(directory, base)
+    tmp = os.path.join(directory, f".{base}.{os.getpid()}-{secrets.token_hex(6)}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    except (FileNotFoundError, NotADirectoryError) as e:   # the directory vanished meanwhile
+        raise SerializationError(f"cannot save to {path}: the directory {directory} does not "
+                                 f"exist") from e
+    except OSError as e:     # e.g. no write permission in the directory: name the target
+        raise SerializationError(f"cannot save to {path}: cannot create a file in {directory}: "
+                                 f"{e.strerror or e}") from e
     try:
         with os.fdopen(fd, "wb") as f:
             fd = None
@@ -149,22 +285,41 @@ def atomic_write(path, data: bytes):
         os.close(dfd)
 
 
-def serialize(obj, path_or_file, format="dnnpy"):
+def serialize(obj, path_or_file, format=None, clean=True):
     """Save ``obj`` (a net, a solver, a list of solvers) to a path (atomically) or to a
-    binary file object. ``format="dlib"`` writes exactly dlib's bytes; ``"dnnpy"`` adds the
-    header that lets ``load`` rebuild the net. The bytes are built in memory first, so a
-    failure while serializing never touches the destination."""
-    data = to_bytes(obj, format)
+    binary file object.
+
+    ``format``: ``"dnnpy"`` (a header that lets ``load`` rebuild the net, with a checksum),
+    ``"dlib"`` (dlib's bytes, no header), or ``None`` (default): ``"dlib"`` when the file name
+    ends in ``.dat``, else ``"dnnpy"``.
+    ``clean``: ``True`` (default) writes the net without its cached outputs and gradients,
+    as dlib writes it after ``net.clean()``, without touching ``obj``; ``False`` writes them
+    too (``format="dlib", clean=False`` gives exactly dlib's bytes for a net holding its
+    caches). The bytes are built in memory first, so a failure while serializing never
+    touches the destination."""
+    if format is None:
+        format = _default_format(path_or_file)
+    data = to_bytes(obj, format, clean)
     if hasattr(path_or_file, "write"):
         path_or_file.write(data)
     else:
         atomic_write(path_or_file, data)
 
 
+def _is_data(x):
+    """Whether ``x`` passed as a path is a file's bytes instead (``load(data)``): a bytearray
+    or memoryview, or bytes that cannot be a path (empty, a NUL byte, the dnnpy magic)."""
+    if isinstance(x, (bytearray, memoryview)):
+        return True
+    return isinstance(x, bytes) and (not x or b"\0" in x or x.startswith(MAGIC) or len(x) > 4096)
+
+
 def _read_source(path_or_file):
     if hasattr(path_or_file, "read"):
         data = path_or_file.read()
         return data, getattr(path_or_file, "name", "stream")
+    if _is_data(path_or_file):
+        return bytes(path_or_file), "bytes"
     path = os.fspath(path_or_file)
     try:
         with open(path, "rb") as f:
@@ -173,19 +328,79 @@ def _read_source(path_or_file):
         raise SerializationError(f"{path}: cannot read the file: {e.strerror or e}") from e
 
 
-def _read_header(r):
-    """``(kind, type expression)`` from a dnnpy header, or ``None`` for a dlib-format body."""
-    if bytes(r.data[:len(MAGIC)]) != MAGIC:
+# what a file that is not a net may be, by its first bytes
+_KNOWN_MAGIC = (
+    (b"\x89PNG\r\n\x1a\n", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"GIF8", "a GIF image"),
+    (b"PK\x03\x04", "a zip archive (a PyTorch .pt/.pth file is one)"),
+    (b"\x1f\x8b", "a gzip-compressed file: decompress it first"),
+    (b"BZh", "a bzip2-compressed file (dlib's downloads are .dat.bz2): decompress it first, "
+             "e.g. with bunzip2"),
+    (b"\xfd7zXZ\x00", "an xz-compressed file: decompress it first"),
+    (b"\x93NUMPY", "a numpy .npy file"),
+    (b"\x89HDF\r\n\x1a\n", "an HDF5 file (Keras?)"),
+    (b"%PDF", "a PDF document"),
+)
+
+
+def _not_a_net(data):
+    """What ``data`` is when it plainly is not a net file (empty, a known magic number),
+    else None."""
+    if len(data) == 0:
+        return "the file is empty (0 bytes): not a net file"
+    head = bytes(data[:16])
+    for magic, what in _KNOWN_MAGIC:
+        if head.startswith(magic):
+            return f"not a net file: this is {what}"
+    return None
+
+
+def _looks_like_text(data):
+    head = bytes(data[:512])
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return all(c.isprintable() or c in "\t\r\n" for c in text)
+
+
+def read_header(r: Reader):
+    """The dnnpy header at ``r``'s position (the start of the data): ``(kind, type
+    expression)`` with ``r`` left at the body, or ``None`` (``r`` unmoved) when there is no
+    magic (a dlib-format body). Version 2 checks that the payload has the announced length
+    and CRC32; version 1 (no length, no checksum) is read as it was written. Raises
+    ``SerializationError`` naming the source."""
+    if bytes(r.data[r.pos:r.pos + len(MAGIC)]) != MAGIC:
         return None
-    r.pos = len(MAGIC)
+    r.pos += len(MAGIC)
     start = r.pos
     version = r.uint("the dnnpy format version")
-    if version != FORMAT_VERSION:
-        raise r.error(f"expected dnnpy format version {FORMAT_VERSION}, found {version} (a file "
-                      f"from a newer dnnpy?)", start)
+    if version not in READABLE_VERSIONS:
+        raise r.error(f"expected a dnnpy format version in {READABLE_VERSIONS}, found {version} "
+                      f"(a file from a newer dnnpy?)", start)
+    if version >= 2:
+        start = r.pos
+        length = r.uint("the payload length")
+        crc = int.from_bytes(r.raw(4, "bytes of the payload checksum"), "little")
+        found = r.remaining()
+        if found < length:
+            raise r.error(f"the file is truncated: its header announces {length} bytes of payload "
+                          f"but only {found} follow", start)
+        if found > length:
+            raise r.error(f"expected the end of the data after the {length} bytes of payload the "
+                          f"header announces, but {found - length} more bytes follow", start)
+        actual = zlib.crc32(r.data[r.pos:]) & 0xFFFFFFFF
+        if actual != crc:
+            raise r.error(f"checksum failed: the header's CRC32 of the payload is 0x{crc:08x} but "
+                          f"the payload's is 0x{actual:08x}; the file is corrupt (a byte after "
+                          f"offset {r.pos} changed)", start)
     kind = r.string("the object kind")
     expr = r.string("the type expression")
     return kind, expr
+
+
+_read_header = read_header
 
 
 def _expect_end(r, what):
@@ -250,7 +465,7 @@ def read_solvers_staged(r: Reader, solvers, element=None):
 
 def _stage(r, obj, header):
     """Read the body into a staged copy of ``obj``; returns the commit function."""
-    if isinstance(obj, _node):
+    if isinstance(obj, net_node):
         _check_kind(r, header, "net", repr(obj.net_type) if obj.net_type is not None else None)
         return read_net_staged(r, obj)
     if isinstance(obj, tuple):
@@ -272,11 +487,9 @@ def _stage(r, obj, header):
     return lambda: _adopt(obj, staged)
 
 
-def from_bytes(data, obj, what="bytes"):
-    """Read ``data`` (either format) into ``obj``; the whole input must be consumed."""
-    r = Reader(data, what)
+def _read_into(r, obj, header):
+    """Read the body at ``r`` (after ``header``) into ``obj``; the whole input must be consumed."""
     try:
-        header = _read_header(r)
         commit = _stage(r, obj, header)
         _expect_end(r, "the serialized object")
     except SerializationError:
@@ -287,9 +500,20 @@ def from_bytes(data, obj, what="bytes"):
     return obj
 
 
+def from_bytes(data, obj, what="bytes"):
+    """Read ``data`` (either format) into ``obj``; the whole input must be consumed."""
+    r = Reader(data, what)
+    header = read_header(r)
+    if header is None:
+        plainly = _not_a_net(data)
+        if plainly:
+            raise SerializationError(f"{what}: {plainly}")
+    return _read_into(r, obj, header)
+
+
 def deserialize(path_or_file, obj):
     """Read a file (dnnpy or dlib format; detected by the magic) into ``obj`` (a net, a
-    solver, a list of solvers). Raises ``SerializationError`` (what was expected, what was
+    solver, a list of solvers); ``path_or_file`` is a path, a binary file object or bytes. Raises ``SerializationError`` (what was expected, what was
     found, the byte offset) on any malformed, truncated or mismatched input, or trailing
     bytes, and then leaves ``obj`` unchanged. Returns ``obj``."""
     data, name = _read_source(path_or_file)
@@ -316,22 +540,34 @@ def _node_count(net_type, cap):
 
 def load(path_or_file):
     """Rebuild what a dnnpy-format file holds: a net (its type parsed from the header, no
-    ``eval``), a solver or a list of solvers."""
+    ``eval``), a solver or a list of solvers. ``path_or_file``: a path, a binary file object,
+    or the file's bytes. A net with layers of your own needs the module that defines them
+    imported first (its templates register their names)."""
     from ..parsing import net_type_from_string
 
     data, name = _read_source(path_or_file)
     r = Reader(data, name)
-    header = _read_header(r)
+    header = read_header(r)
     if header is None:
-        raise SerializationError(f"{name}: this is a dlib-format file (no dnnpy header), which does "
-                                 f"not say its net type; build the net and use "
-                                 f"dnnpy.deserialize(path, net_type())")
+        plainly = _not_a_net(data)
+        if plainly:
+            raise SerializationError(f"{name}: {plainly}")
+        text = " (it looks like a text file)" if _looks_like_text(data) else ""
+        raise SerializationError(f"{name}: no dnnpy header: a dlib-format file, or not a net "
+                                 f"file{text}. A dlib-format file does not say its net type: build "
+                                 f"the net and use dnnpy.deserialize(path, net_type())")
     kind, expr = header
     if kind == "net":
         try:
             net_type = net_type_from_string(expr)
         except Exception as e:  # noqa: BLE001
-            raise SerializationError(f"{name}: the file's net type {expr!r} cannot be rebuilt: {e}") from e
+            hint = ""
+            if "unknown template" in str(e):
+                hint = (" (a layer, loss or input of your own? import the module that defines it "
+                        "before loading: its template registers the name; with the command "
+                        "line, dnnpy info --import MODULE)")
+            raise SerializationError(f"{name}: the file's net type {expr!r} cannot be rebuilt: "
+                                     f"{e}{hint}") from e
         nodes = _node_count(net_type, r.remaining())
         if nodes > r.remaining():
             raise r.error(f"the file's net type {expr} has {nodes if nodes < 1 << 62 else 'over 2**62'} "
@@ -346,7 +582,11 @@ def load(path_or_file):
         obj = _solver_from_name(r, expr)
     elif kind == "solvers":
         obj = []
+    elif kind == "dnn_trainer":
+        raise SerializationError(f"{name}: this is a dnn_trainer's synchronization file (net type "
+                                 f"{expr}); the trainer reads it (set_synchronization_file), and "
+                                 f"`dnnpy info {name}` describes it")
     else:
         raise SerializationError(f"{name}: load cannot rebuild a {kind!r} ({expr}); use "
                                  f"dnnpy.deserialize(path, obj) with an object of that type")
-    return from_bytes(data, obj, name)
+    return _read_into(r, obj, header)

@@ -3,7 +3,8 @@ handling of its synchronization: which of ``name`` / ``name_`` is newest, atomic
 
 Layout of a sync file (all dlib encodings, ``dnnpy.serialization.primitives``)::
 
-    raw  b"DNNPY\\0", uint format version   dnnpy's file header (dnnpy.serialization.files)
+    raw  b"DNNPY\\0", uint format version,  dnnpy's file header (dnnpy.serialization.files;
+    uint payload length, 4 bytes CRC32     version 1 files, without length and CRC, still read)
     str  "dnn_trainer"                     what the file holds
     str  repr(net.net_type)                the net type's bracket expression
     -- dlib's trainer body, version 13 (trainer.h serialize) --
@@ -119,11 +120,8 @@ def _rate(r, what):
 def encode_state(t) -> bytes:
     """The whole state of dnn_trainer ``t`` as sync-file bytes."""
     net_io, files = _io()
+    expr = net_type_expr(t._net)
     w = Writer()
-    w.raw(files.MAGIC)
-    w.uint(files.FORMAT_VERSION)
-    w.string(KIND)
-    w.string(net_type_expr(t._net))
     w.int(DLIB_TRAINER_VERSION)
     w.uint(t._net.num_layers())
     t._rs.serialize(w)
@@ -161,27 +159,22 @@ def encode_state(t) -> bytes:
     steps = [-1 if step is None else step for step, _ in t._test_loss_history]
     w.raw(np.asarray(steps, dtype="<i8").tobytes())
     w.uint(t._gradient_check_budget)
-    return w.bytes()
+    # the dnnpy header (payload length and CRC32) in front: dnnpy.serialization.files
+    return files.with_header(KIND, expr, w.buffer)
 
 
 def read_header(r, expected_type):
     """Check the magic, kind and net type; ``expected_type`` is ``repr`` of the trainer's net type."""
     _, files = _io()
-    magic = files.MAGIC
-    if r.remaining() < len(magic) or r.raw(len(magic)) != magic:
-        raise r.error(f"expected a dnnpy trainer sync file (magic {magic!r}); this is not one", 0)
-    start = r.pos
-    version = r.uint("the header format version")
-    if version != files.FORMAT_VERSION:
-        raise r.error(f"expected header format version {files.FORMAT_VERSION}, found {version}", start)
-    kind = r.string("the kind of object")
+    header = files.read_header(r)   # magic, version; length and checksum (version 2)
+    if header is None:
+        raise r.error(f"expected a dnnpy trainer sync file (magic {files.MAGIC!r}); this is not one", 0)
+    kind, found = header
     if kind != KIND:
         raise r.error(f"expected a {KIND!r} sync file, found a {kind!r} file")
-    start = r.pos
-    found = r.string("the net type")
     if found != expected_type:
         raise r.error(f"dnn_trainer: the sync file was written for the net type {found} but this "
-                      f"trainer's net type is {expected_type}", start)
+                      f"trainer's net type is {expected_type}")
     return found
 
 

@@ -1,29 +1,16 @@
 """test_layer cases: pointwise activations, softmax family, l2normalize, dropout, multiply.
 
-dropout_ draws a fresh mask every forward, which finite differences cannot follow. The
-rows below replace its random source with ``replaying_rand``: a ``tt.tensor_rand`` that
-restarts from its seed before every fill, so every forward of a given shape draws the same
-mask. Everything else (mask creation, threshold, multiply, the backward's reuse of the
-mask) is the layer's own code.
+dropout_ draws a fresh mask every forward, which finite differences cannot follow;
+test_layer itself replaces its random source (``dropout_.rnd``, a ``tt.tensor_rand``) with a
+``dnnpy.testing.replaying_rand`` that restarts from its seed before every fill, so every
+forward of a given shape draws the same mask. Everything else (mask creation, threshold,
+multiply, the backward's reuse of the mask) is the layer's own code.
 """
 
 from dnnpy import (clipped_relu_, dropout_, dropout_rate_, elu_, gelu_, htan_, l2normalize_,
                    leaky_relu_, mish_, multiply_, prelu_, relu_, sig_, silu_, smelu_, softmax_,
                    softmax_all_)
 from dnnpy import tensor_tools as tt
-
-
-class replaying_rand(tt.tensor_rand):
-    """A tensor_rand whose every fill starts over from the seed (deterministic masks)."""
-
-    def fill_uniform(self, data):
-        self._generators = {}
-        super().fill_uniform(data)
-
-
-def fixed_mask(layer, seed=7):
-    layer.rnd = replaying_rand(seed)
-    return layer
 
 
 def _disabled(layer):
@@ -63,10 +50,10 @@ CASES = {
     "softmax_all (2,3,2,3)": (lambda: softmax_all_(), (2, 3, 2, 3)),
     "l2normalize default": (lambda: l2normalize_(), None),
     "l2normalize eps 0.5 (3,4,1,1)": (lambda: l2normalize_(0.5), (3, 4, 1, 1)),
-    "dropout 0.5 fixed mask": (lambda: fixed_mask(dropout_(0.5)), None),
-    "dropout 0.2 fixed mask (2,3,4,5)": (lambda: fixed_mask(dropout_(0.2), 3), (2, 3, 4, 5)),
-    "dropout_rate 30 fixed mask": (lambda: fixed_mask(dropout_rate_(30)), None),
-    "dropout_rate 10 fixed mask (2,3,4,5)": (lambda: fixed_mask(dropout_rate_(10), 11), (2, 3, 4, 5)),
+    "dropout 0.5": (lambda: dropout_(0.5), None),
+    "dropout 0.2 (2,3,4,5)": (lambda: dropout_(0.2), (2, 3, 4, 5)),
+    "dropout_rate 30": (lambda: dropout_rate_(30), None),
+    "dropout_rate 10 (2,3,4,5)": (lambda: dropout_rate_(10), (2, 3, 4, 5)),
     "multiply default": (lambda: multiply_(), None),
     "multiply -1.5 (2,3,4,5)": (lambda: multiply_(-1.5), (2, 3, 4, 5)),
     "multiply from dropout_ 0.25": (lambda: multiply_(dropout_(0.25)), None),

@@ -1,8 +1,10 @@
 """test_layer cases: bn_ (both modes), affine_ (both modes), layer_norm_, rms_norm_.
 
 Setup initialises gamma = 1 and beta = 0, which would let a wrong gamma/beta gradient slip
-through; ``_random_params`` makes a layer's setup draw them instead (the instance keeps
-its class, so the catalogue counts it as that layer)."""
+through. test_layer redraws the learnable parameters after setup itself; ``_random_params``
+makes a layer's setup draw them too, which matters for affine_, whose gamma/beta are not
+learnable (get_layer_params() is empty), so test_layer leaves them as setup wrote them (the
+instance keeps its class, so the catalogue counts it as that layer)."""
 
 import types
 
