@@ -346,7 +346,7 @@ class _run:
         return layer_test_results(True, "", self.max_rel, eps=self.base_eps)
 
     def _iterations(self):
-        layer, tol, base_eps = self.layer, self.tol, self.base_eps
+        layer, base_eps = self.layer, self.base_eps
         rnd = np.random.default_rng(self.seed)
         self.prng = np.random.default_rng([self.seed, 0x7e57])   # the redrawn parameters
         for it in range(10):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..tensor import resizable_tensor, tensor
 from .backend import _backend, _check_tensors
+from .ops import add, relu
 
 
 def _conv_out_size(n, f, stride, pad):
@@ -104,8 +105,6 @@ class tensor_conv:
         added and, if ``use_relu``, a ReLU applied (dlib's fused forward; it assigns).
 
         A ``resizable_tensor`` output is resized first (only when not adding)."""
-        from . import add, relu  # the dispatchers (tensor_tools imports this module)
-
         self._require_setup("__call__")
         if isinstance(output, resizable_tensor) and not add_to_output:
             output.set_size(*self.output_shape(data.num_samples()))
