@@ -2,7 +2,7 @@
 
 Each function's docstring is its contract (requires / ensures). The dispatcher checks
 shapes once, raising ``ValueError`` that names the op and the shapes, then calls the twin of
-the active backend: ``cpu`` (numpy) or ``cuda`` (CuPy + cuDNN, from the CUDA issue on).
+the active backend: ``cpu`` (numpy) or ``cuda`` (CuPy + cuDNN).
 Both twins expose the same names with the same signatures. Layers only ever call these
 functions (``import dnnpy.tensor_tools as tt``), never a backend directly.
 
