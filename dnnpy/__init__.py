@@ -18,7 +18,7 @@ from . import tensor_tools
 from .core import (add_layer, add_loss_layer, add_skip_layer, add_tag_layer, input_layer, layer,
                    computational_nodes, net_layers, repeat_layer)
 from .errors import SerializationError
-from .datasets import load_mnist_dataset
+from .datasets import load_digits, load_mnist_dataset
 from .solvers import adam, make_solvers, sgd
 from .serialization import deserialize, load, serialize
 from .geometry import drectangle, ignored_mmod_rect, mmod_rect, rectangle, test_box_overlap
@@ -33,8 +33,8 @@ from .visitors import __all__ as _visitors_all
 from .parsing import net_type_from_string
 from .templates import (NetType, SUBNET, layer_template, loss_template, repeat,
                         skip_templates, tag_templates)
-from .tensor import (StaleTensorError, alias_tensor, have_same_dimensions, read_only_view,
-                     resizable_tensor, tensor)
+from .tensor import (StaleTensorError, alias_tensor, default_dtype, have_same_dimensions,
+                     read_only_view, resizable_tensor, tensor)
 from .tensor_tools import backend_info, force_cpu, use_cuda
 from .testing import layer_test_results, test_layer
 from .testing_loss import loss_test_results, test_loss
@@ -57,6 +57,7 @@ __all__ = [
     "input_layer", "repeat", "SUBNET", "NetType", "net_type_from_string", "layer_template",
     "loss_template",
     "test_layer", "layer_test_results", "test_loss", "loss_test_results", "force_cpu", "use_cuda", "backend_info", "SerializationError", "sgd", "adam", "make_solvers", "load_mnist_dataset",
+    "load_digits", "default_dtype",
     "serialize", "deserialize", "load",
     "dnn_trainer", "TrainingDivergedError", "randomize_samples", "running_stats", "running_stats_decayed", "running_gradient",
     "count_steps_without_decrease", "count_steps_without_decrease_robust",
