@@ -215,7 +215,7 @@ def test_bad_labels_and_outputs(loss, out, labels, err, words):
 
 
 def test_sample_expansion_factor_must_be_one():
-    with pytest.raises(ValueError, match="loss_multiclass_log_: needs a sample expansion factor of 1"):
+    with pytest.raises(ValueError, match="loss_multiclass_log_: needs one sample per input object \\(a sample expansion factor of 1\\)"):
         run(loss_multiclass_log_(), np.zeros((2, 3, 1, 1)), [0], sef=2)
     sub = _loss_subnet(np.zeros((2, 1, 1, 1)), 2)
     with pytest.raises(ValueError, match="loss_binary_log_.*expansion"):

@@ -55,8 +55,10 @@ def check_subnet(name, x, sub):
     tensor. (A net whose input was never converted by ``to_tensor`` reports 0.)"""
     sef = sub.sample_expansion_factor()
     if sef not in (0, 1):
-        raise ValueError(f"{name}: needs a sample expansion factor of 1, the input layer "
-                         f"has {sef}")
+        raise ValueError(f"{name}: needs one sample per input object (a sample expansion factor "
+                         f"of 1), but the input layer made {sef} samples per object (for "
+                         f"input_tensor: each item of a list is one sample; pass an (N, k, nr, nc) "
+                         f"array itself rather than a list holding it)")
     out = sub.get_output()
     if x is not None and x.num_samples() != out.num_samples():
         raise ValueError(f"{name}: the input tensor has {x.num_samples()} samples but the net "
