@@ -1,9 +1,12 @@
-"""Plumbing shared by the test files: dlib-format records of single objects, and one
-tolerance rule for comparing two computations of the same values."""
+"""Plumbing shared by the test files: dlib-format records of single objects, one tolerance
+rule for comparing two computations of the same values, and ``swish_``, the user-written
+layer of the newcomer report (test_layer's tests, the CLI's tests)."""
 
 import numpy as np
 
+from dnnpy.layers.base import computational_layer, with_multipliers
 from dnnpy.serialization.primitives import Reader, Writer
+from dnnpy.visitors import visit_layer_parameters
 
 
 def ser(obj) -> bytes:
@@ -36,3 +39,62 @@ def assert_close_scaled(got, want, tol, what=""):
     assert got.shape == want.shape, f"{what}: shapes {got.shape} and {want.shape}"
     scale = max(1.0, float(np.max(np.abs(want), initial=0)))
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol * scale, err_msg=what)
+
+
+class swish_(computational_layer, with_multipliers):
+    """out = x * sigmoid(beta * x) with a learnable beta that setup sets to ``beta`` (1 by
+    default), written as a user would, with numpy. ``forget_beta`` drops beta from the data
+    gradient: ``s + x*ds`` instead of ``s + beta*x*ds``, which is right only while beta == 1."""
+
+    def __init__(self, beta=1.0, forget_beta=False):
+        super().__init__()
+        self.beta = beta
+        self.forget_beta = forget_beta
+
+    def setup(self, sub):
+        self.params.set_size(1)
+        self.params.fill(self.beta)
+
+    def _parts(self, sub):
+        x = sub.get_output().host_read().astype(np.float64)
+        b = float(self.params.host_read().reshape(-1)[0])
+        s = 1 / (1 + np.exp(-b * x))
+        return x, b, s, s * (1 - s)
+
+    def forward(self, sub, output):
+        x, b, s, _ = self._parts(sub)
+        output.copy_size(sub.get_output())
+        output.assign(x * s)
+
+    def backward(self, gradient_input, sub, params_grad):
+        x, b, s, ds = self._parts(sub)
+        g = gradient_input.host_read()
+        params_grad.assign(np.full(params_grad.shape, (g * x * x * ds).sum()))
+        factor = 1.0 if self.forget_beta else b
+        sub.get_gradient_input().host()[...] += g * (s + factor * x * ds)
+
+    def serialize(self, w):
+        w.string(type(self).__name__)
+        w.tensor(self.params)
+
+    def deserialize(self, r):
+        r.expect_string(type(self).__name__)
+        r.tensor(f"{type(self).__name__} params", into=self.params)
+
+    def __repr__(self):
+        return type(self).__name__.rstrip("_")
+
+
+def regression_data(n=256, seed=0):
+    """``n`` samples of a linear target of 3 inputs: ``(list of (1, 3) float32, list of y)``."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, 1, 3)).astype(np.float32)
+    y = (2 * x[:, 0, 0] - x[:, 0, 1] + 0.5 * x[:, 0, 2]).astype(np.float32)
+    return list(x), list(y)
+
+
+def params_of(net):
+    """Copies of every computational layer's parameters, top first."""
+    out = []
+    visit_layer_parameters(net, lambda t: out.append(np.array(t.host_read(), copy=True)))
+    return out

@@ -129,53 +129,17 @@ def test_info_of_a_trainer_sync_file(tmp_path, capsys):
     assert "solver: adam" in out and "parameters: 119" in out
 
 
+# a user's own module: a layer class (tests/helpers.py's swish_, under the user's name) and
+# its template
 USER_MODULE = '''
-import numpy as np
-import dnnpy.tensor_tools as tt
-from dnnpy.layers.base import computational_layer
+from helpers import swish_
 from dnnpy.templates import layer_template
 
 BETA = 0.3
 
 
-class cli_swish_(computational_layer):
-    """out = x * sigmoid(beta x), beta learnable."""
-
-    def __init__(self, beta=1.0):
-        super().__init__()
-        self.beta = beta
-
-    def setup(self, sub):
-        self.params.set_size(1)
-        self.params.fill(self.beta)
-
-    def _parts(self, sub):
-        x = sub.get_output().host_read().astype(np.float64)
-        b = float(self.params.host_read().reshape(-1)[0])
-        s = 1 / (1 + np.exp(-b * x))
-        return x, b, s, s * (1 - s)
-
-    def forward(self, sub, output):
-        x, b, s, _ = self._parts(sub)
-        output.copy_size(sub.get_output())
-        output.assign(x * s)
-
-    def backward(self, gradient_input, sub, params_grad):
-        x, b, s, ds = self._parts(sub)
-        g = gradient_input.host_read()
-        params_grad.assign(np.full(params_grad.shape, (g * x * x * ds).sum()))
-        sub.get_gradient_input().host()[...] += g * (s + b * x * ds)
-
-    def serialize(self, w):
-        w.string("cli_swish_")
-        w.tensor(self.params)
-
-    def deserialize(self, r):
-        r.expect_string("cli_swish_")
-        r.tensor("cli_swish_ params", into=self.params)
-
-    def __repr__(self):
-        return "cli_swish"
+class cli_swish_(swish_):
+    pass
 
 
 cli_swish = layer_template("cli_swish", cli_swish_)
@@ -207,7 +171,8 @@ def test_info_of_a_net_with_user_layers(user_module, tmp_path, capsys):
                        f"net = dnnpy.net_type_from_string({expr!r})()\n"
                        f"net([np.ones((2, 2), np.float32)])\n"
                        f"dnnpy.serialize(net, {str(path)!r})\n")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.path.dirname(os.path.dirname(dnnpy.__file__))]))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.path.dirname(__file__),
+                                                       os.path.dirname(os.path.dirname(dnnpy.__file__))]))
     subprocess.run([sys.executable, "-c", subprocess_code], env=env, check=True, timeout=120)
     if "cli_swish" not in dnnpy.templates._REGISTRY:        # not yet imported in this process
         assert main(["info", str(path)]) == 1

@@ -6,8 +6,9 @@ import pytest
 import dnnpy
 import dnnpy.tensor_tools as tt
 from dnnpy import layer_test_results, relu_, test_layer
-from dnnpy.layers.base import computational_layer, randomize_parameters, with_multipliers
+from dnnpy.layers.base import computational_layer, randomize_parameters
 from dnnpy.testing import EPS_VALUES, replaying_rand
+from helpers import swish_
 
 
 class _scale_by_two_(computational_layer):
@@ -119,40 +120,7 @@ def test_test_layer_does_not_modify_its_argument():
 # ----------------------------------------------------------------------------------------
 # parameters are redrawn after setup (newcomer finding 4)
 
-class _swish_(computational_layer, with_multipliers):
-    """out = x * sigmoid(beta * x) with a learnable beta that setup sets to ``beta`` (1 by
-    default). ``forget_beta`` drops beta from the data gradient: ``s + x*ds`` instead of
-    ``s + beta*x*ds``, which is right only while beta == 1."""
-
-    def __init__(self, beta=1.0, forget_beta=False):
-        super().__init__()
-        self.beta = beta
-        self.forget_beta = forget_beta
-
-    def setup(self, sub):
-        self.params.set_size(1)
-        self.params.fill(self.beta)
-
-    def _parts(self, sub):
-        x = sub.get_output().host_read().astype(np.float64)
-        b = float(self.params.host_read().reshape(-1)[0])
-        s = 1 / (1 + np.exp(-b * x))
-        return x, b, s, s * (1 - s)
-
-    def forward(self, sub, output):
-        x, b, s, _ = self._parts(sub)
-        output.copy_size(sub.get_output())
-        output.assign(x * s)
-
-    def backward(self, gradient_input, sub, params_grad):
-        x, b, s, ds = self._parts(sub)
-        g = gradient_input.host_read()
-        params_grad.assign(np.full(params_grad.shape, (g * x * x * ds).sum()))
-        factor = 1.0 if self.forget_beta else b
-        sub.get_gradient_input().host()[...] += g * (s + factor * x * ds)
-
-    def __repr__(self):
-        return "swish"
+_swish_ = swish_   # tests/helpers.py
 
 
 @DTYPES

@@ -14,23 +14,15 @@ import pytest
 import dnnpy
 from dnnpy import (SerializationError, TrainingDivergedError, adam, dnn_trainer, fc, input,
                    input_rgb_image_pair, loss_barlow_twins, loss_mean_squared, relu, sgd)
-from dnnpy.visitors import set_all_learning_rate_multipliers, visit_layer_parameters
+from dnnpy.visitors import set_all_learning_rate_multipliers
+from helpers import params_of, regression_data
 
 REG = loss_mean_squared[fc[1, relu[fc[16, input[np.float32]]]]]
 OTHER = loss_mean_squared[fc[1, relu[fc[8, input[np.float32]]]]]
 
 
-def regression_data(n=256, seed=0):
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal((n, 1, 3)).astype(np.float32)
-    y = (2 * x[:, 0, 0] - x[:, 0, 1] + 0.5 * x[:, 0, 2]).astype(np.float32)
-    return list(x), list(y)
 
 
-def params_of(net):
-    out = []
-    visit_layer_parameters(net, lambda t: out.append(np.array(t.host_read(), copy=True)))
-    return out
 
 
 def all_finite(net):
@@ -495,7 +487,6 @@ def test_sync_file_with_impossible_settings_is_rejected(fields):
     """A corrupted sync file whose settings the setters would refuse (mini_batch_size 0 makes
     train() loop forever; a negative schedule position indexes from the end) is a
     SerializationError and the trainer is left as it was."""
-    from dnnpy.training import sync as _sync
     data = _sync_bytes_with(**fields)
     t = dnn_trainer(REG())
     with pytest.raises(SerializationError, match=next(iter(fields))):

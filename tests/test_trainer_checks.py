@@ -12,24 +12,16 @@ from dnnpy import (TrainingDivergedError, adam, bn_con, con, dnn_trainer, fc, in
                    loss_mean_squared, loss_multiclass_log, relu, sgd)
 from dnnpy.training import batches as _batches
 from dnnpy.training import sync as _sync
-from dnnpy.visitors import set_all_learning_rate_multipliers, visit_layer_parameters
+from dnnpy.visitors import set_all_learning_rate_multipliers
+from helpers import params_of, regression_data
 
 REG = loss_mean_squared[fc[1, relu[fc[16, input[np.float32]]]]]
 CLS = loss_multiclass_log[fc[10, input[np.float32]]]
 BN = loss_multiclass_log[fc[10, relu[bn_con[con[4, 3, 3, 1, 1, input[np.uint8]]]]]]
 
 
-def regression_data(n=64, seed=0):
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal((n, 1, 3)).astype(np.float32)
-    y = (2 * x[:, 0, 0] - x[:, 0, 1] + 0.5 * x[:, 0, 2]).astype(np.float32)
-    return list(x), list(y)
 
 
-def params_of(net):
-    out = []
-    visit_layer_parameters(net, lambda t: out.append(np.array(t.host_read(), copy=True)))
-    return out
 
 
 def spy_labels(monkeypatch, net, fail_at=None):
