@@ -78,6 +78,16 @@ def _empty_if_none(t):
     return t if t is not None else resizable_tensor()
 
 
+def _tag_cached_output(sub):
+    """What dlib's add_tag_layer on the input layer writes as its cached_output: a copy of the
+    last x it forwarded, except on repeat's input (the bottom of a repeated block), where it
+    only keeps a pointer to x and its cached_output holds what it was last read from a file
+    (empty for a net never read)."""
+    if isinstance(sub.input_layer(), _repeat_input_layer):
+        return _empty_if_none(sub._tag_file_output)
+    return _empty_if_none(sub._x)
+
+
 # ----------------------------------------------------------------------------------------
 # writing
 
@@ -126,7 +136,7 @@ def _write_node(w, node):
         if isinstance(sub, _input_node):
             w.int(2)
             _write_input(w, sub)
-            w.tensor(_empty_if_none(sub._x))     # dlib's tag copies x into cached_output
+            w.tensor(_tag_cached_output(sub))
             w.tensor(sub.grad_final)
             w.bool(sub._grad_stale)
             w.uint(sub._sample_expansion_factor)
@@ -249,6 +259,7 @@ def _read_node(r, node, labels):
             r.context = here
             out = r.tensor(f"tag{node.id}'s cached_output tensor")
             sub._x = out if out.size() else None
+            sub._tag_file_output = out if out.size() else None
             sub.grad_final = r.tensor(f"tag{node.id}'s grad_final tensor")
             sub._grad_stale = r.bool(f"tag{node.id}'s gradient_input_is_stale flag")
             sub._sample_expansion_factor = (r.uint(f"tag{node.id}'s sample_expansion_factor")
@@ -298,7 +309,7 @@ def _adopt(old, new):
 _STATE = {
     add_layer: ("_setup_called", "_gradient_input_is_stale", "_getters_disabled", "_x_grad",
                 "_cached_output", "_params_grad"),
-    _input_node: ("_x", "grad_final", "_grad_stale", "_sample_expansion_factor"),
+    _input_node: ("_x", "grad_final", "_grad_stale", "_sample_expansion_factor", "_tag_file_output"),
 }
 
 
