@@ -50,7 +50,7 @@ SDIST = f"dlib-{DLIB_VERSION}.tar.gz"
 SDIST_SHA256 = "7cb2a09467de032332c743bc967007f016598c66c9c9ebc54a5b66d3d9e46d54"
 DEFINES = ["-DDLIB_NO_GUI_SUPPORT"]
 FLAGS = ["-std=c++17", "-O1", "-w"] + DEFINES
-DLIB_FLAGS = ["-std=c++17", "-O2", "-w"] + DEFINES
+DLIB_FLAGS = ["-std=c++17", "-O1", "-w"] + DEFINES
 LIBS = ["-lpthread"]
 
 

@@ -25,12 +25,15 @@ from dnnpy import (act4, add_prev1, add_prev5, add_prev7, affine, avg_pool, avg_
                    loss_mean_squared_per_pixel, loss_metric, loss_multibinary_log,
                    loss_multibinary_log_, loss_multiclass_log, loss_multiclass_log_per_pixel,
                    loss_multiclass_log_per_pixel_weighted, loss_multiclass_log_weighted,
-                   loss_multimulticlass_log, loss_ranking, max_pool, max_pool_everything, mish,
+                   loss_mmod, loss_mmod_, loss_multimulticlass_log, loss_ranking, loss_yolo,
+                   max_pool, max_pool_everything, mish,
                    mult_prev2, multiply, multm_prev2, multm_prev4, positional_encodings, prelu,
                    relu, repeat, reorg, reshape_to, resize_prev_to_tagged, resize_to, rms_norm,
                    scale1, scale_prev2, sig, silu, skip1, skip3, skip4, slice, smelu, softmax,
                    softmax_all, softmaxm, tag1, tag2, tag3, tag4, tag5, tag7, transpose, tril,
-                   tril_diag, tril_mask, upsample, weighted_label)
+                   tril_diag, tril_mask, upsample, weighted_label, input_rgb_image_pyramid,
+                   input_grayscale_image_pyramid, pyramid_down, mmod_options, mmod_rect, rectangle,
+                   test_box_overlap, yolo_options, yolo_rect, drectangle)
 
 from blob import BlobReader, BlobWriter
 
@@ -271,6 +274,9 @@ class Case:
     random: bool = False              # forward draws random numbers (dropout_ with rate > 0)
     twin: object = None               # the type py.dat is also read into
     steps: bool = True                # False: forward only
+    score_channels: int = 0           # loss_mmod_: detector scores (the first channels) ...
+    distinct_above: tuple = ()        # ... must have no ties above these thresholds
+                                      #     (dnnpy's file: the loss's, dlib's own: to_label's)
     seed: int = 0
 
     def new_net(self):
@@ -483,9 +489,90 @@ def _cases():
         loss_barlow_twins[fc[3, relu[bn_fc[fc[4, input_rgb_image_pair]]]]],
         rgb_pairs(3, 4, 4), None, NONE,
         "input_rgb_image_pair (sample expansion factor 2), loss_barlow_twins_"))
+    mmod_rgb_type = loss_mmod[con[3, 3, 3, 1, 1, relu[con[4, 3, 3, 1, 1,
+                              input_rgb_image_pyramid[pyramid_down(2)]]]]]
+    C.append(Case(
+        "mmod_rgb", mmod_rgb_type, _corners(rgb(2, 24, 24), 128), _labels(MMOD_BOXES, MMOD), MMOD,
+        "input_rgb_image_pyramid (channel means 128), loss_mmod_ (windows clustered from boxes, "
+        "an ignored box)",
+        make=_mmod_rgb_net, prepare=_mmod_scores(2.0),
+        score_channels=3, distinct_above=(-1.0, 0.0)))
+    mmod_gray_type = loss_mmod[con[15, 3, 3, 1, 1, leaky_relu[con[4, 5, 5, 1, 1,
+                               input_grayscale_image_pyramid[pyramid_down(3)]]]]]
+    C.append(Case(
+        "mmod_gray_bbr", mmod_gray_type, _corners(gray_u8(2, 24, 24), 0), _labels(MMOD_BOXES, MMOD), MMOD,
+        "input_grayscale_image_pyramid, loss_mmod_ with bounding box regression",
+        make=lambda t: t(loss_mmod_(_mmod_options(bbr=True))), prepare=_mmod_scores(2.0),
+        score_channels=3, distinct_above=(-1.0, 0.0)))
+    C.append(Case(
+        "yolo",
+        loss_yolo[tag1, tag2, tag2[sig[con[7, 1, 1, 1, 1, max_pool[2, 2, 2, 2, skip3[
+            tag1[sig[con[7, 1, 1, 1, 1, tag3[relu[con[4, 3, 3, 2, 2, input_rgb_image]]]]]]]]]]]],
+        rgb(2, 24, 24),
+        _labels([[yolo_rect(drectangle(2, 3, 9, 10), 1.0, "cat"), yolo_rect(drectangle(10, 8, 21, 17), 1.0, "dog")],
+                 [yolo_rect(drectangle(4, 12, 15, 21), 1.0, "dog")]], YOLO),
+        YOLO, "loss_yolo_ (two heads, two classes)",
+        make=lambda t: t(yolo_options(labels=["cat", "dog"], anchors={tag1: [(6, 6)], tag2: [(12, 10)]}))))
     for i, c in enumerate(C):
         c.seed = 1000 + i
     return C
+
+
+# the truth boxes of the mmod cases (nets_c.cpp's mmod_boxes()): 6x6 and 12x12 boxes fit the
+# 6-pixel windows at two pyramid levels; the last box is ignored
+MMOD_BOXES = [[mmod_rect(rectangle(2, 3, 7, 8)), mmod_rect(rectangle(12, 2, 23, 13))],
+              [mmod_rect(rectangle(4, 4, 9, 7)), mmod_rect(rectangle(14, 14, 17, 19)),
+               mmod_rect(rectangle(1, 14, 8, 21), ignore=True)]]
+
+
+def _corners(make_inputs, value):
+    """The images of ``make_inputs`` with their four corner pixels set to ``value``, which
+    the input layer maps to 0. Why: a pyramid level is a bilinear (align-corners) resize, so
+    every level has the image's corner pixels, and a detector position that sees only a
+    corner (and the zero padding) scores the same on every level: tied scores, which dlib's
+    std::sort orders in an unspecified way. With zero corners such positions score exactly
+    the last con's bias, which the cases keep below the thresholds (_mmod_scores)."""
+    def make(rng):
+        items, _ = make_inputs(rng)
+        for a in items:
+            a[0, 0] = a[0, -1] = a[-1, 0] = a[-1, -1] = value
+        put = _put_rgb if items[0].ndim == 3 else (lambda w, m: w.matrix(m, np.uint8))
+        return items, _encode(items, put)
+    return make
+
+
+def _mmod_rgb_net(net_type):
+    net = net_type(loss_mmod_(_mmod_options()))
+    inp = net.input_layer()
+    inp.avg_red = inp.avg_green = inp.avg_blue = 128.0
+    return net
+
+
+def _mmod_options(bbr=False):
+    opts = mmod_options(MMOD_BOXES, 6, 4)
+    opts.be_quiet = True
+    if bbr:
+        opts.use_bounding_box_regression = True
+        opts.bbr_lambda = 50.0
+        opts.overlaps_ignore = test_box_overlap(0.5, 0.95)
+    return opts
+
+
+def _mmod_scores(gain):
+    """prepare(): the detector scores without ties (dlib's std::sort orders tied detections
+    in an unspecified way): the last con's biases are set to -1.5 and its filters scaled by
+    ``gain``, so a position whose features are all zero (the pyramid's padding, a patch where
+    every ReLU is off) scores exactly -1.5, below the loss's threshold (-loss_per_false_alarm
+    = -1) and to_label's (0), and the scores that pass spread out."""
+    def prepare(net, rng):
+        top = net.subnet().layer_details()
+        nw = len(net.loss_details().options.detector_windows)
+        filters = top.get_layer_params().host()
+        n_bias = top.num_filters()
+        filters[:-n_bias] *= np.float32(gain)
+        filters[-n_bias:] = 0
+        filters[-n_bias:][:nw] = np.float32(-1.5)  # the score channels; bbr channels keep 0
+    return prepare
 
 
 def _encoded(values, kind):
@@ -516,3 +603,28 @@ def _bn_statistics(batches):
 
 
 CASES = {c.name: c for c in _cases()}
+
+
+# the class behind each of tests/test_catalogue.py's input names
+INPUT_CLASSES = {"input": "_input_matrix", "input_array": "_input_array",
+                 "input_array2d": "_input_array2d", "input_rgb_image_sized": "_input_rgb_image_sized",
+                 "input_grayscale_image_pyramid": "_input_grayscale_image_pyramid",
+                 "input_rgb_image_pyramid": "_input_rgb_image_pyramid"}
+
+
+def classes_in(case, names):
+    """Which of ``names`` (class names: tests/test_catalogue.py's layers, ``loss_x_`` and
+    INPUT_CLASSES' values) the case's net type and its twin use: for each layer, loss and
+    input layer object, the most specific of its classes that is in ``names``."""
+    from dnnpy.visitors import net_layers
+
+    names = set(names)
+    seen = set()
+    for t in (case.net_type, case.twin):
+        if t is None:
+            continue
+        net = case.new_net() if t is case.net_type else t()
+        for node in net_layers(net):
+            obj = node.layer_details() if hasattr(node, "layer_details") else node
+            seen.update([c.__name__ for c in type(obj).__mro__ if c.__name__ in names][:1])
+    return seen

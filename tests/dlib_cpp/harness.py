@@ -18,11 +18,10 @@ LR = 0.01
 SGD = dict(weight_decay=0.0005, momentum=0.9)
 ADAM = dict(weight_decay=0.0005, momentum1=0.9, momentum2=0.999)
 
-EPS32 = float(np.finfo(np.float32).eps)  # 2**-23
-# |dnnpy - dlib| <= RTOL * max|dlib| + ATOL per tensor (see the module docstring of
-# test_dlib_parity.py for why these values)
-RTOL = 2.0 ** -12
-ATOL = 2.0 ** -20
+# |dnnpy - dlib| <= RTOL * max|dlib| + ATOL per tensor, and RTOL * max(1, |dlib|) + ATOL per
+# scalar (see the module docstring of test_dlib_parity.py for why these values)
+RTOL = 2.0 ** -14
+ATOL = 0.0
 
 
 # ----------------------------------------------------------------------------------------
@@ -125,6 +124,8 @@ class Errors:
         d[np.isinf(a) & (a == b)] = 0
         m = float(np.max(d))
         scale = float(np.max(np.abs(b[np.isfinite(b)]), initial=0.0))
+        if b.size == 1:  # a scalar (loss, label value): relative to max(1, |b|), as its tolerance
+            scale = max(scale, 1.0)
         rel = m / scale if scale > 0 else (0.0 if m == 0 else np.inf)
         if m > self.max_abs:
             self.max_abs, self.worst = m, where

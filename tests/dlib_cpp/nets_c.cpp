@@ -36,6 +36,8 @@ namespace
     using mmod_rgb = loss_mmod<con<3,3,3,1,1, relu<con<4,3,3,1,1,
         input_rgb_image_pyramid<pyramid_down<2>>>>>>;
     PARITY_NET_CONFIGURED("mmod_rgb", mmod_rgb, [](mmod_rgb& net) {
+        // integer channel means: an image corner of value 128 becomes exact zeros (cases.py)
+        net.input_layer() = input_rgb_image_pyramid<pyramid_down<2>>(128, 128, 128);
         mmod_options opts(mmod_boxes(), 6, 4);
         opts.be_quiet = true;
         net.loss_details() = loss_mmod_(opts);

@@ -12,8 +12,8 @@
 //                and its to_label labels
 //   sgd.dat, adam.dat, step.bin   py.dat after compute_parameter_gradients + one solver step
 //                (step.bin: the two losses and the two final data gradients)
-//   own.dat, own_fwd.bin   a net dlib made itself (default constructed, configured, forwarded
-//                once) and its forward
+//   own.dat, own_fwd.bin, own.xml   a net dlib made itself (default constructed, configured,
+//                forwarded once), its forward, and its net_to_xml
 //   twin.dat, twin_fwd.bin  for a net registered with a twin type: py.dat read into the twin,
 //                written back, and forwarded
 //
@@ -307,6 +307,8 @@ namespace parity
             if (configure) configure(net);
             write_forward(net, inputs, dir + "/own_fwd.bin");
             serialize(dir + "/own.dat") << net;
+            std::ofstream xml(dir + "/own.xml");
+            net_to_xml(net, xml);
         }
         if constexpr (!std::is_void<TWIN>::value)
         {

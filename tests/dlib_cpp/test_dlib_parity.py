@@ -25,24 +25,26 @@ dnnpy, forwards its batch once, writes it with ``dnnpy.serialize(net, f, format=
    dropout_ into multiply_): the bytes it writes and its forward must match dnnpy's.
 
 Tolerances. Where bytes are compared (1, 4, 5 and the round trips of every file the driver
-writes), equality is exact. Every number is compared exactly too except tensor values: dlib
-and dnnpy compute in float32 but add in different orders (dlib's own loops and im2col;
-numpy's pairwise sums and its BLAS), so results agree to rounding, not bit for bit. Each
-rounding is at most half an ulp (2**-24 relative); a value of a net that is a sum of K terms
-through L layers carries up to about K*L such roundings of the largest term, and these nets
-have K <= 150 and L <= 20. The budget is therefore stated per tensor, relative to its
-largest magnitude: ``|dnnpy - dlib| <= 2**-12 * max|dlib| + 2**-20`` (2**-12 is 2**11 = 2048
-ulps at the tensor's scale, about 1e-4 of its largest value, and 2**-20 ~ 1e-6 absolute for
-tensors that are zero in exact arithmetic but hold rounding noise, e.g. the gradient of a
-bias that a following bn_ cancels). The largest error measured on every case is far below
-(see docs/dlib_parity.md, which tabulates them); the budget leaves room for other BLAS
-builds and CPUs.
+writes), equality is exact, and so is every field of a file that is not a tensor (version
+strings, sizes, flags, options, multipliers, counts). Tensor values are float32 computed in
+a different order: dlib adds in its own loops and im2col products, dnnpy in numpy's pairwise
+sums and its BLAS, so the two agree to rounding, not bit for bit. Each rounding is at most
+half an ulp; a value that is a sum of K products through L layers carries up to K*L of them
+in the worst case, though they add like a random walk. The budget is stated per tensor,
+relative to its largest magnitude: ``|dnnpy - dlib| <= 2**-14 * max|dlib|`` elementwise,
+i.e. 512 to 1024 float32 ulps at that magnitude (no absolute term: a tensor that is exactly
+zero in dlib must be exactly zero in dnnpy). Scalars (losses, label values) use
+``2**-14 * max(1, |dlib|)``. The largest difference measured over every case is about
+2**-18 of the tensor's scale (30 ulps: a sum over a whole batch, prelu_'s parameter
+gradient); docs/dlib_parity.md tabulates them. The budget leaves a factor of 16 for other
+BLAS builds, CPUs and FMA contraction.
 
 Adam is the exception: its first step is about ``-lr*sign(g)`` for every gradient above
-1e-7, so a gradient that is zero in exact arithmetic and +-1e-9 by rounding can move its
-parameter by up to a few thousandths of lr in either direction. ``harness.adam_tolerance``
-bounds each parameter by the slope of adam's update over the gradient tolerance around
-dnnpy's gradient (at most ``2*lr``); everything else after the adam step uses the budget above.
+1e-7, so a gradient that is zero in exact arithmetic and +-1e-9 by rounding (the bias of a
+layer that a bn_ follows) can move its parameter by up to a few thousandths of lr either
+way. ``harness.adam_tolerance`` bounds each parameter by the slope of adam's update over
+the gradient budget around dnnpy's gradient (at most ``2*lr``); everything else after the
+adam step uses the budget above.
 
 Labels: numbers with the same budget; argmax labels (classes, per-pixel classes, the
 best classifier label) must be equal unless the two largest scores are within the budget
@@ -72,7 +74,10 @@ if HERE not in sys.path:
 import cases as _cases  # noqa: E402
 import harness as H  # noqa: E402
 
-pytestmark = pytest.mark.dlib_cpp
+pytestmark = [pytest.mark.dlib_cpp,
+              # mmod_rgb's 12x12 truth box is not representable on its pyramid: dnnpy warns,
+              # dlib (be_quiet) does not, and both ignore the box
+              pytest.mark.filterwarnings("ignore:Warning, ignoring object")]
 
 CASES = _cases.CASES
 NAMES = list(CASES)
@@ -121,32 +126,18 @@ def test_driver_has_every_case(driver):
     import subprocess
     out = subprocess.run([driver, "list"], stdout=subprocess.PIPE, text=True, check=True).stdout
     assert sorted(out.split()) == sorted(NAMES)
+    out = subprocess.run([driver, "list-rewrite"], stdout=subprocess.PIPE, text=True, check=True).stdout
+    assert sorted(out.split()) == sorted(MODEL_FILES)
 
 
 def test_cases_cover_the_catalogue():
     from test_catalogue import COMPUTATIONAL, INPUTS, LOSSES
-    from dnnpy.visitors import net_layers
 
-    seen = set()
-    for case in CASES.values():
-        for t in (case.net_type, case.twin):
-            if t is None:
-                continue
-            net = case.new_net() if t is case.net_type else t()
-            for node in net_layers(net):
-                details = node.layer_details() if hasattr(node, "layer_details") else node
-                seen.add(type(details).__name__)
-                seen.update(c.__name__ for c in type(details).__mro__)
-            seen.add(type(net.loss_details()).__name__)
-            inp = net.input_layer()
-            seen.update(c.__name__ for c in type(inp).__mro__)
+    names = COMPUTATIONAL + [n + "_" for n in LOSSES] + [_cases.INPUT_CLASSES.get(n, n) for n in INPUTS]
+    seen = set().union(*(_cases.classes_in(c, names) for c in CASES.values()))
     layers = [n for n in COMPUTATIONAL if n not in seen]
     losses = [n for n in LOSSES if n + "_" not in seen]
-    input_classes = {"input": "_input_matrix", "input_array": "_input_array",
-                     "input_array2d": "_input_array2d", "input_rgb_image_sized": "_input_rgb_image_sized",
-                     "input_grayscale_image_pyramid": "_input_grayscale_image_pyramid",
-                     "input_rgb_image_pyramid": "_input_rgb_image_pyramid"}
-    inputs = [n for n in INPUTS if input_classes.get(n, n) not in seen]
+    inputs = [n for n in INPUTS if _cases.INPUT_CLASSES.get(n, n) not in seen]
     assert not (layers or losses or inputs), f"not covered: {layers + losses + inputs}"
 
 
@@ -201,15 +192,27 @@ def _first_difference(a, b, name_a, name_b):
 # ----------------------------------------------------------------------------------------
 # forward
 
-def _check_forward(run, net, result, check):
+def _check_forward(run, net, result, check, distinct_above=None):
     case = run.case
     out_dl, labels_dl = result
     errors = H.Errors()
     out_py, labels_py = H.forward(net, run.batch)
+    if distinct_above is not None:
+        _check_no_ties(out_dl[:, :case.score_channels], distinct_above, f"{case.name}: {check}")
     H.allclose_tensor(out_py, out_dl, f"{case.name}: {check}: the loss layer's input", errors)
     if case.kind.get is not None:
         _check_labels(case, [case.kind.norm(v) for v in labels_py], labels_dl, out_dl, errors, check)
     _report(case.name, check, errors)
+
+
+def _check_no_ties(scores, threshold, where):
+    """loss_mmod_ sorts the detections above a threshold by score; dlib's std::sort leaves
+    ties in an unspecified order, so a deterministic comparison needs none."""
+    for i, s in enumerate(scores):
+        v = s[s > threshold]
+        assert v.size == np.unique(v).size, (
+            f"{where}: sample {i} has tied detector scores above {threshold}: change the case's "
+            f"data (its prepare) so the comparison does not depend on how ties are sorted")
 
 
 def _check_labels(case, py, dl, out_dl, errors, check):
@@ -271,7 +274,8 @@ def test_forward_of_dnnpy_file(name, driver, runs_dir):
     if run.case.random:
         pytest.skip("dropout_ with a drop rate > 0 draws a different mask in dlib (its twin is compared)")
     net = H.net_from(run.case, run.py_bytes)
-    _check_forward(run, net, run.forward_result("fwd.bin"), "forward of dnnpy's file")
+    _check_forward(run, net, run.forward_result("fwd.bin"), "forward of dnnpy's file",
+                   run.case.distinct_above[0] if run.case.distinct_above else None)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -280,7 +284,8 @@ def test_forward_of_dlib_file(name, driver, runs_dir):
     if run.case.random:
         pytest.skip("dropout_ with a drop rate > 0 draws a different mask in dlib (its twin is compared)")
     net = H.net_from(run.case, run.file("own.dat"))
-    _check_forward(run, net, run.forward_result("own_fwd.bin"), "forward of dlib's file")
+    _check_forward(run, net, run.forward_result("own_fwd.bin"), "forward of dlib's file",
+                   run.case.distinct_above[1] if run.case.distinct_above else None)
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES if CASES[n].twin is not None])
@@ -341,3 +346,84 @@ def _adam_tolerances(net):
         if tol is not None:
             bounds[id(params)] = tol
     return lambda i, obj: bounds.get(id(obj))
+
+
+# ----------------------------------------------------------------------------------------
+# net_to_xml
+
+@pytest.mark.xfail(reason="net_to_xml differs from dlib's (con_/cont_/fc_ write no weights; "
+                          "tensors padded differently; act_'s floats printed as doubles): issue 11 "
+                          "item 9 and gap (e), fixed on another branch; remove this mark once merged",
+                   strict=False)
+@pytest.mark.parametrize("name", NAMES)
+def test_net_to_xml(name, driver, runs_dir):
+    """dnnpy's net_to_xml of dlib's own net (read from own.dat) is dlib's text."""
+    import io
+
+    run = _run(name, driver, runs_dir)
+    net = H.net_from(run.case, run.file("own.dat"))
+    buf = io.StringIO()
+    dnnpy.net_to_xml(net, buf)
+    ours, theirs = buf.getvalue().splitlines(), run.file("own.xml").decode().splitlines()
+    for i, (a, b) in enumerate(zip(ours, theirs)):
+        assert a == b, f"line {i + 1}: dnnpy {a[:200]!r}, dlib {b[:200]!r}"
+    assert len(ours) == len(theirs), f"dnnpy writes {len(ours)} lines, dlib {len(theirs)}"
+
+
+# ----------------------------------------------------------------------------------------
+# dlib's released model files (when the PyPI package face_recognition_models is installed)
+
+MODEL_FILES = {
+    "face_recognition": ("dlib_face_recognition_resnet_model_v1.dat", "face_recognition_resnet_v1"),
+    "face_detector": ("mmod_human_face_detector.dat", "mmod_face_detector"),
+}
+
+
+def _newest_versions(obj, seen=None):
+    """Forget, on every object of a net, the record version it was read from, so that dnnpy
+    writes dlib's newest versions (as dlib itself does when it writes a net it read)."""
+    seen = set() if seen is None else seen
+    if obj is None or isinstance(obj, (str, bytes, int, float, np.ndarray)) or id(obj) in seen:
+        return
+    seen.add(id(obj))
+    if isinstance(obj, dict):
+        values = list(obj.values())
+    elif isinstance(obj, (list, tuple)):
+        values = list(obj)
+    else:
+        if getattr(obj, "_dlib_version", None) is not None:
+            obj._dlib_version = None
+        values = list(vars(obj).values()) if hasattr(obj, "__dict__") else []
+        values += [getattr(obj, k, None) for k in getattr(type(obj), "__slots__", ())]
+    for v in values:
+        _newest_versions(v, seen)
+
+
+@pytest.mark.parametrize("name", list(MODEL_FILES))
+def test_model_file_rewrite(name, driver, tmp_path):
+    """dlib reads its released model file into the type its examples declare and writes it
+    back: every record in its newest version, and the detector's bn_con2 records (read into
+    affine_ layers) as affine_2 records. dnnpy, reading the same file and told to forget the
+    versions it read, writes exactly those bytes; and it writes dlib's rewrite back unchanged.
+    (By default dnnpy writes back the old versions it read, so that its own rewrite of such a
+    file is the file: docs/dlib_parity.md.)"""
+    import subprocess
+    import dnnpy.models
+
+    filename, type_name = MODEL_FILES[name]
+    try:
+        path = dnnpy.models.dlib_model_path(filename)
+    except FileNotFoundError as e:
+        pytest.skip(str(e))
+    out = tmp_path / f"{name}.dat"
+    p = subprocess.run([driver, "rewrite", name, path, str(out)], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout
+    dl = out.read_bytes()
+    net_type = getattr(dnnpy.models, type_name)()
+    net = dnnpy.deserialize(path, net_type())
+    _newest_versions(net)
+    ours = H.dlib_bytes(net)
+    assert ours == dl, _first_difference(ours, dl, "dnnpy's rewrite", "dlib's rewrite")
+    back = H.read_into(net_type(), dl)
+    assert H.dlib_bytes(back) == dl
