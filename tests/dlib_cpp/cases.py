@@ -9,6 +9,7 @@ Together the cases use every computational layer, loss and input layer of dlib's
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Callable, Optional
 
 import numpy as np
@@ -495,14 +496,15 @@ def _cases():
         "mmod_rgb", mmod_rgb_type, _corners(rgb(2, 24, 24), 128), _labels(MMOD_BOXES, MMOD), MMOD,
         "input_rgb_image_pyramid (channel means 128), loss_mmod_ (windows clustered from boxes, "
         "an ignored box)",
-        make=_mmod_rgb_net, prepare=_mmod_scores(2.0),
+        make=_mmod_rgb_net, prepare=_mmod_scores(),
         score_channels=3, distinct_above=(-1.0, 0.0)))
     mmod_gray_type = loss_mmod[con[15, 3, 3, 1, 1, leaky_relu[con[4, 5, 5, 1, 1,
                                input_grayscale_image_pyramid[pyramid_down(3)]]]]]
     C.append(Case(
-        "mmod_gray_bbr", mmod_gray_type, _corners(gray_u8(2, 24, 24), 0), _labels(MMOD_BOXES, MMOD), MMOD,
+        "mmod_gray_bbr", mmod_gray_type, _corners(_distinct_border(gray_u8(2, 24, 24)), 0),
+        _labels(MMOD_BOXES, MMOD), MMOD,
         "input_grayscale_image_pyramid, loss_mmod_ with bounding box regression",
-        make=lambda t: t(loss_mmod_(_mmod_options(bbr=True))), prepare=_mmod_scores(2.0),
+        make=lambda t: t(loss_mmod_(_mmod_options(bbr=True))), prepare=_mmod_scores(),
         score_channels=3, distinct_above=(-1.0, 0.0)))
     C.append(Case(
         "yolo",
@@ -513,8 +515,10 @@ def _cases():
                  [yolo_rect(drectangle(4, 12, 15, 21), 1.0, "dog")]], YOLO),
         YOLO, "loss_yolo_ (two heads, two classes)",
         make=lambda t: t(yolo_options(labels=["cat", "dog"], anchors={tag1: [(6, 6)], tag2: [(12, 10)]}))))
+    # DNNPY_PARITY_SEED varies every case's data and dnnpy's initialisation (default 0)
+    base = 1000 + 100 * int(os.environ.get("DNNPY_PARITY_SEED", "0"))
     for i, c in enumerate(C):
-        c.seed = 1000 + i
+        c.seed = base + i
     return C
 
 
@@ -541,6 +545,21 @@ def _corners(make_inputs, value):
     return make
 
 
+def _distinct_border(make_inputs, depth=3):
+    """Gray images whose outer ``depth`` rows and columns hold distinct values (a random
+    permutation of 1..255; 24x24 images have 252 such pixels). A detector position near the
+    image's edge sees only a few border pixels; if two such positions saw equal pixels at the
+    same places they would tie."""
+    def make(rng):
+        items, _ = make_inputs(rng)
+        for a in items:
+            border = np.ones(a.shape, bool)
+            border[depth:-depth, depth:-depth] = False
+            a[border] = rng.permutation(np.arange(1, 256, dtype=np.uint8))[:int(border.sum())]
+        return items, _encode(items, lambda w, m: w.matrix(m, np.uint8))
+    return make
+
+
 def _mmod_rgb_net(net_type):
     net = net_type(loss_mmod_(_mmod_options()))
     inp = net.input_layer()
@@ -558,20 +577,26 @@ def _mmod_options(bbr=False):
     return opts
 
 
-def _mmod_scores(gain):
-    """prepare(): the detector scores without ties (dlib's std::sort orders tied detections
-    in an unspecified way): the last con's biases are set to -1.5 and its filters scaled by
-    ``gain``, so a position whose features are all zero (the pyramid's padding, a patch where
-    every ReLU is off) scores exactly -1.5, below the loss's threshold (-loss_per_false_alarm
-    = -1) and to_label's (0), and the scores that pass spread out."""
+def _mmod_scores():
+    """prepare(): detector scores with few candidates and no ties (dlib's std::sort orders
+    tied detections in an unspecified way, and two scores that differ by rounding may swap
+    places): the last con's filters are scaled so the score channels of the forwarded batch
+    have a standard deviation of 1.5 (over the positions not exactly 0: the pyramid's padding)
+    and its score biases are set to -3.5, so a few percent of the positions pass the loss's
+    threshold (-loss_per_false_alarm = -1) and about 1% to_label's (0); a position whose
+    features are all zero (the padding, an image corner: _corners) scores exactly -3.5. The
+    driver does the same to dlib's own net (nets_c.cpp's mmod_scores)."""
     def prepare(net, rng):
         top = net.subnet().layer_details()
         nw = len(net.loss_details().options.detector_windows)
-        filters = top.get_layer_params().host()
-        n_bias = top.num_filters()
-        filters[:-n_bias] *= np.float32(gain)
-        filters[-n_bias:] = 0
-        filters[-n_bias:][:nw] = np.float32(-1.5)  # the score channels; bbr channels keep 0
+        out = np.asarray(net.subnet().get_output().host_read())[:, :nw].astype(np.float64)
+        z = out[out != 0]
+        sd = np.sqrt(np.mean(z * z) - np.mean(z) ** 2)
+        params = top.get_layer_params().host().reshape(-1)
+        nf = top.num_filters()
+        params[:-nf] *= np.float32(1.5 / sd)
+        params[-nf:] = 0
+        params[-nf:][:nw] = np.float32(-3.5)
     return prepare
 
 

@@ -244,6 +244,9 @@ class Run:
 
 def run_case(case, driver, workdir) -> Run:
     rng = np.random.default_rng(case.seed)
+    # dnnpy's initialisers share one generator: seed it so a case's net does not depend on
+    # which cases ran before it
+    dnnpy.set_random_seed(case.seed)
     net = case.new_net()
     batch, inputs_blob = case.inputs(rng)
     labels, labels_blob = case.labels(rng) if case.labels is not None else (None, b"")

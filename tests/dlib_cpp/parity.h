@@ -284,7 +284,8 @@ namespace parity
     }
 
     template <typename NET, typename TWIN = void>
-    int run(const std::string& dir, const std::function<void(NET&)>& configure)
+    int run(const std::string& dir, const std::function<void(NET&)>& configure,
+            const std::function<void(NET&)>& after_setup = {})
     {
         const auto inputs = read_file<std::vector<input_of<NET>>>(dir + "/inputs.bin");
         const config cfg = read_config(dir + "/config.bin");
@@ -306,6 +307,12 @@ namespace parity
             NET net;
             if (configure) configure(net);
             write_forward(net, inputs, dir + "/own_fwd.bin");
+            if (after_setup)
+            {
+                // change the parameters dlib initialised (as cases.py's prepare does)
+                after_setup(net);
+                write_forward(net, inputs, dir + "/own_fwd.bin");
+            }
             serialize(dir + "/own.dat") << net;
             std::ofstream xml(dir + "/own.xml");
             net_to_xml(net, xml);
@@ -357,9 +364,12 @@ namespace parity
     struct registrar
     {
         template <typename NET, typename TWIN = void>
-        registrar(const char* name, NET*, std::function<void(NET&)> configure = {}, TWIN* = nullptr)
+        registrar(const char* name, NET*, std::function<void(NET&)> configure = {}, TWIN* = nullptr,
+                  std::function<void(NET&)> after_setup = {})
         {
-            registry()[name] = [configure](const std::string& dir) { return run<NET, TWIN>(dir, configure); };
+            registry()[name] = [configure, after_setup](const std::string& dir) {
+                return run<NET, TWIN>(dir, configure, after_setup);
+            };
         }
     };
 }
@@ -374,6 +384,11 @@ namespace parity
 // PARITY_REWRITE("name", net_type): `parity_driver rewrite name IN OUT` reads and writes a file
 #define PARITY_REWRITE(name, ...) \
     static ::parity::rewrite_registrar PARITY_CAT(parity_rw_, __LINE__)(name, (__VA_ARGS__*)nullptr)
+// PARITY_NET_PREPARED("name", net_type, configure, after_setup): dlib's own net is forwarded
+// once, changed by after_setup(net), and forwarded again before it is written
+#define PARITY_NET_PREPARED(name, type, configure, ...) \
+    static ::parity::registrar PARITY_CAT(parity_reg_, __LINE__)(name, (type*)nullptr, \
+        std::function<void(type&)>(configure), (void*)nullptr, std::function<void(type&)>(__VA_ARGS__))
 // PARITY_NET_TWIN("name", net_type, twin_type): py.dat is also read into twin_type
 #define PARITY_NET_TWIN(name, type, twin) \
     static ::parity::registrar PARITY_CAT(parity_reg_, __LINE__)(name, (type*)nullptr, std::function<void(type&)>(), (twin*)nullptr)

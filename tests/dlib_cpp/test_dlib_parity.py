@@ -34,10 +34,9 @@ in the worst case, though they add like a random walk. The budget is stated per 
 relative to its largest magnitude: ``|dnnpy - dlib| <= 2**-14 * max|dlib|`` elementwise,
 i.e. 512 to 1024 float32 ulps at that magnitude (no absolute term: a tensor that is exactly
 zero in dlib must be exactly zero in dnnpy). Scalars (losses, label values) use
-``2**-14 * max(1, |dlib|)``. The largest difference measured over every case is about
-2**-18 of the tensor's scale (30 ulps: a sum over a whole batch, prelu_'s parameter
-gradient); docs/dlib_parity.md tabulates them. The budget leaves a factor of 16 for other
-BLAS builds, CPUs and FMA contraction.
+``2**-14 * max(1, |dlib|)``. The largest difference measured over every case and ten data
+seeds is about 2**-18 of the scale (some 30 ulps); docs/dlib_parity.md tabulates them. The
+budget leaves a factor of 16 for other BLAS builds, CPUs and FMA contraction.
 
 Adam is the exception: its first step is about ``-lr*sign(g)`` for every gradient above
 1e-7, so a gradient that is zero in exact arithmetic and +-1e-9 by rounding (the bias of a
@@ -52,7 +51,9 @@ best classifier label) must be equal unless the two largest scores are within th
 C++ and numpy in dnnpy, so a case with a drop rate above 0 compares only bytes, and the
 forward of its multiply_ twin; the other cases use drop rate 0 (the mask is all ones: still
 drawn, thresholded and applied). ``loss_mmod_``: detections are sorted by score and dlib's
-``std::sort`` leaves ties in any order, so its cases use scores without ties (checked).
+``std::sort`` leaves ties in any order, so its cases use scores without ties (checked; see
+docs/dlib_parity.md for how the data avoids them). ``DNNPY_PARITY_SEED=n`` varies every case's
+data and dnnpy's initialisation.
 """
 
 from __future__ import annotations
