@@ -360,6 +360,14 @@ class input_node(net_node):
         self.grad_final = resizable_tensor()
         self._grad_stale = True
         self._sample_expansion_factor = 0
+        # True under a tag: dlib's add_tag_layer on the input layer owns grad_final, and its
+        # back_propagate_error does nothing, so the gradient stays readable after a backward
+        # pass (layer(net, tag).get_gradient_input(), get_final_data_gradient()) and its
+        # stale flag (written to files) stays false
+        self._tagged = False
+        # what a tag on repeat's input writes as its cached_output (dlib keeps there what it
+        # last read from a file; serialization/net.py)
+        self._file_output = None
 
     def input_layer(self):
         return self._input_layer
@@ -383,16 +391,32 @@ class input_node(net_node):
     def num_computational_layers(self) -> int:
         return 0
 
-    def input_state(self):
-        """``(x, grad_final, gradient_is_stale, sample_expansion_factor)``."""
-        return self._x, self.grad_final, self._grad_stale, self._sample_expansion_factor
+    def is_tagged(self) -> bool:
+        """Whether a tag sits directly on this input (dlib's ``add_tag_layer<ID, INPUT>``,
+        which keeps its gradient across backward passes)."""
+        return self._tagged
 
-    def set_input_state(self, x, grad_final, gradient_is_stale, sample_expansion_factor):
+    def _mark_tagged(self):
+        self._tagged = True
+
+    def input_state(self):
+        """``(x, grad_final, gradient_is_stale, sample_expansion_factor, file_output)``:
+        what dlib's files hold for the bottom of a chain (``file_output``: the cached_output
+        a tag on repeat's input read from a file, or None)."""
+        return (self._x, self.grad_final, self._grad_stale, self._sample_expansion_factor,
+                self._file_output)
+
+    def set_input_state(self, x, grad_final, gradient_is_stale, sample_expansion_factor,
+                        file_output=None):
         """Restore what ``input_state()`` returned (reading a file, copying a net)."""
         self._x = x
         self.grad_final = grad_final
         self._grad_stale = bool(gradient_is_stale)
         self._sample_expansion_factor = int(sample_expansion_factor)
+        self._file_output = file_output
+
+    def _set_sample_expansion_factor(self, sef):
+        self._sample_expansion_factor = int(sef)
 
     def to_tensor(self, batch, data=None):
         data = resizable_tensor() if data is None else data
@@ -423,7 +447,7 @@ class input_node(net_node):
     _private_get_output = get_output
 
     def _private_get_gradient_input(self):
-        if self._grad_stale:
+        if self._grad_stale or (self._x is not None and self.grad_final.shape != self._x.shape):
             self.grad_final.copy_size(self._x)
             self.grad_final.fill(0)
             self._grad_stale = False
@@ -439,19 +463,28 @@ class input_node(net_node):
     def _backward(self, x, gradient_input=None, zero_grads=True):
         if gradient_input is not None:
             tt.add(1, self._private_get_gradient_input(), 1, gradient_input)
-        # dlib zeroes grad_final at the start of every backward pass, whatever zero_grads says
+        if self._tagged:
+            return  # dlib's tag on the input: nothing to do
+        # dlib's bottom add_layer zeroes grad_final (shaped as x) at the start of every
+        # backward pass, whatever zero_grads says: a layer that sends no gradient to its
+        # input (embeddings_) leaves zeros of x's shape
+        if self._grad_stale and self._x is not None:
+            self._private_get_gradient_input()
         self._grad_stale = True
 
     def _disable_getters(self):
         raise AssertionError("an in-place layer never runs in place on the input")
 
     def set_gradient_inputs_to_zero(self):
-        self._grad_stale = True
+        if not self._tagged:  # dlib's tag on the input does nothing here
+            self._grad_stale = True
 
     def clean(self):
         self.grad_final.clear()
         self._x = None
-        self._grad_stale = True
+        self._file_output = None
+        if not self._tagged:  # dlib's tag on the input keeps its stale flag
+            self._grad_stale = True
 
     def _find(self, match):
         return None
@@ -647,6 +680,11 @@ class add_tag_layer(_marker_node):
 
     kind = "tag"
 
+    def __init__(self, tag_id, subnet):
+        super().__init__(tag_id, subnet)
+        if isinstance(subnet, input_node):
+            subnet._mark_tagged()
+
     def _forward(self, x):
         self._subnet._forward(x)
 
@@ -740,6 +778,23 @@ class repeat_layer(net_node):
     def num_computational_layers(self) -> int:
         return (len(self.copies) * self.copies[0].num_computational_layers()
                 + self._subnet.num_computational_layers())
+
+    def to_tensor(self, batch, data=None) -> resizable_tensor:
+        """The subnet's ``to_tensor``; then, as dlib's ``repeat::to_tensor`` (which runs each
+        copy's ``to_tensor`` on the converted data), every copy records the net's sample
+        expansion factor (written in each copy's bottom record in files)."""
+        data = self._subnet.to_tensor(batch, data)
+        self._set_copies_sample_expansion_factor(self._subnet.sample_expansion_factor())
+        return data
+
+    def _set_copies_sample_expansion_factor(self, sef):
+        for c in self.copies:
+            node = c
+            while not isinstance(node, input_node):
+                if isinstance(node, repeat_layer):  # a repeat inside the repeated block
+                    node._set_copies_sample_expansion_factor(sef)
+                node = node.subnet_node()
+            node._set_sample_expansion_factor(sef)
 
     def _forward(self, x):
         self._subnet._forward(x)

@@ -7,6 +7,26 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 
 
+def pytest_collection_modifyitems(config, items):
+    """The dlib_cpp parity suite (tests/dlib_cpp) compiles dlib from source: it runs only when
+    asked for with ``-m dlib_cpp`` (or a marker expression naming it). Otherwise its tests are
+    deselected, so the README's ``python -m pytest -q`` never builds anything."""
+    if "dlib_cpp" in (config.getoption("markexpr") or ""):
+        return
+    kept = [item for item in items if "dlib_cpp" not in item.keywords]
+    dropped = [item for item in items if "dlib_cpp" in item.keywords]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+        config._dnnpy_dlib_cpp_deselected = len(dropped)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    n = getattr(config, "_dnnpy_dlib_cpp_deselected", 0)
+    if n:
+        terminalreporter.write_line(f"{n} dlib_cpp parity tests deselected (opt-in: python -m pytest -m dlib_cpp)")
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(1234)

@@ -101,16 +101,41 @@ def test_models_is_a_submodule_not_top_level_names():
 
 
 @pytest.mark.parametrize("which", ["face", "detector"])
-def test_file_read_whole_and_written_back_byte_for_byte(which, face_file, detector_file, tmp_path):
+def test_file_read_whole_and_written_back(which, face_file, detector_file, tmp_path):
+    """The face file is written back byte for byte (its old record versions are kept). The
+    detector file's bn_con2 records were read into the type's affine_ layers, which write
+    themselves as dlib's affine_ does ("affine_2"); every other byte is the file's."""
     (path, data), make = (face_file, _face_net) if which == "face" else (detector_file, _detector)
     net = make(path)                        # deserialize consumes every byte or raises
-    assert to_bytes(net, "dlib", clean=False) == data
+    expected = data if which == "face" else _bn_records_as_affine(data, net)
+    assert to_bytes(net, "dlib", clean=False) == expected
     out = tmp_path / "again.dat"
     dnnpy.serialize(net, str(out), format="dlib", clean=False)
-    assert out.read_bytes() == data
+    assert out.read_bytes() == expected
+    again = make(str(out))                  # and that file reads back to the same net
+    assert to_bytes(again, "dlib", clean=False) == expected
     # a trailing byte is refused: the whole file must be the net
     with pytest.raises(SerializationError):
         from_bytes(data + b"\0", make())
+
+
+def _bn_records_as_affine(data, net):
+    """``data`` with each bn_con2 record replaced by the affine_2 record of the affine_ layer
+    read from it (in file order: the net's affine_ layers from the input up)."""
+    details = [n.layer_details() for n in reversed(net_layers(net)) if hasattr(n, "layer_details")]
+    affines = [d for d in details if isinstance(d, affine_)]
+    marker = _s("bn_con2")
+    out, pos = bytearray(), 0
+    for layer in affines:
+        start = data.index(marker, pos)
+        r = Reader(data, "detector", start)
+        dnnpy.bn_(CONV_MODE).deserialize(r)       # skip the record
+        out += data[pos:start] + _ser(layer)
+        pos = r.pos
+    assert data.find(marker, pos) < 0, "more bn_con2 records than affine_ layers"
+    out += data[pos:]
+    assert out.count(_s("affine_2")) == data.count(marker) and len(affines) == data.count(marker)
+    return bytes(out)
 
 
 def test_face_file_through_dnnpy_format(face_file, tmp_path):
@@ -131,7 +156,7 @@ def test_detector_file_through_dnnpy_format(detector_file, tmp_path):
     net = _detector(path)
     dnnpy.serialize(net, str(tmp_path / "det.dnnpy"))
     back = dnnpy.load(str(tmp_path / "det.dnnpy"))
-    assert to_bytes(back, "dlib", clean=False) == data
+    assert to_bytes(back, "dlib", clean=False) == to_bytes(net, "dlib", clean=False)
     img = _image()
     want = _dets(net, img)
     raw = net.subnet().get_output().host_read().copy()
@@ -159,7 +184,7 @@ def test_face_file_into_the_detector_type(face_file, detector_file):
     net = _detector(detector_file[0])       # a net with parameters, to see they stay
     _refused(face_file[0], net, re.escape(FACE), r"layer<0>", r"expected 'loss_mmod_'",
              r"found 'loss_metric_2'", r"at byte offset 2\)")
-    assert to_bytes(net, "dlib", clean=False) == detector_file[1]
+    assert to_bytes(net, "dlib", clean=False) == to_bytes(_detector(detector_file[0]), "dlib", clean=False)
 
 
 def test_detector_file_into_the_face_type(face_file, detector_file):

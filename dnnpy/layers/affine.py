@@ -138,20 +138,12 @@ class affine_(computational_layer):
 
     def serialize(self, w):
         """dlib's "affine_2": params, gamma and beta alias shapes, mode (int), disabled.
-        A layer read from an "affine_" record writes "affine_" back (no ``disabled``; refused
-        once disabled); one read from a "bn_con2"/"bn_fc2" record writes that record back
-        while its params are still the record's conversion, else "affine_2"."""
-        bn = getattr(self, "_dlib_bn_record", None)
-        if bn is not None and not self.disabled and self.mode == bn.mode and self._same_params(
-                _convert_bn_record(bn)):
-            bn.serialize(w)
-            return
-        if bn is not None:  # changed since it was read: the newest record holds it
-            version = "affine_2"
-            w.string(version)
-        else:
-            version = w.version_string(self, "affine_2", lambda v: (
-                f"{v} has no disabled field and the layer is disabled" if self.disabled else None))
+        A layer read from an old "affine_" record writes "affine_" back (no ``disabled``;
+        refused once disabled), so such a file round-trips byte for byte. One read from a
+        "bn_con2"/"bn_fc2" record holds the converted transform, not the bn_ record, and
+        writes "affine_2", as dlib's affine_ does."""
+        version = w.version_string(self, "affine_2", lambda v: (
+            f"{v} has no disabled field and the layer is disabled" if self.disabled else None))
         w.tensor(self.params)
         write_alias(w, self.gamma)
         write_alias(w, self.beta)
@@ -159,28 +151,21 @@ class affine_(computational_layer):
         if version == "affine_2":
             w.bool(self.disabled)
 
-    def _same_params(self, values):
-        """Whether ``params`` holds exactly ``values`` (None: an empty tensor), bit for bit."""
-        if values is None:
-            return self.params.size() == 0
-        return (self.params.shape == values.shape
-                and self.params.host_read().tobytes() == values.astype(np.float32).tobytes())
-
     def deserialize(self, r):
         """Reads "affine_" (no ``disabled``), "affine_2", or a "bn_con2"/"bn_fc2" record,
         converted as dlib's ``affine_(bn_)`` does, in float32:
-        ``gamma' = gamma/sqrt(running_variance + eps)``, ``beta' = beta - gamma'*running_mean``.
+        ``gamma' = gamma/sqrt(running_variance + eps)``, ``beta' = beta - gamma'*running_mean``
+        (the record itself is not kept: the layer then writes "affine_2", as dlib).
         The mode comes from the file (it is a constructor argument, not part of the type).
-        The version (and a bn_ record itself) is kept for ``serialize``."""
+        An "affine_" version is kept for ``serialize``."""
         start = r.pos
         version = r.version_string(self, "affine_", "affine_2", "bn_con2", "bn_fc2")
-        self._dlib_bn_record = None
         if version in ("bn_con2", "bn_fc2"):
             r.pos = start
             bn = bn_(CONV_MODE if version == "bn_con2" else FC_MODE)
             bn.deserialize(r)
             self._from_bn_record(r, bn)
-            self._dlib_bn_record = bn
+            self._dlib_version = None  # written as dlib's affine_ writes itself: "affine_2"
             return
         r.tensor("affine_ params", into=self.params)
         gamma = read_alias(r, "affine_ gamma")

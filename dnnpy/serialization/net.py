@@ -118,7 +118,7 @@ def _write_node(w, node):
         w.tensor(st.x_grad)
         w.tensor(st.cached_output)
         if on_input:
-            _, grad_final, _, sef = sub.input_state()
+            _, grad_final, _, sef, _ = sub.input_state()
             w.tensor(grad_final)
             w.uint(sef)
         else:
@@ -126,10 +126,14 @@ def _write_node(w, node):
     elif isinstance(node, add_tag_layer):
         sub = node.subnet_node()
         if isinstance(sub, input_node):
-            x, grad_final, stale, sef = sub.input_state()
+            x, grad_final, stale, sef, file_output = sub.input_state()
             w.int(2)
             _write_input(w, sub)
-            w.tensor(_empty_if_none(x))     # dlib's tag copies x into cached_output
+            # dlib's tag on the input copies x into its cached_output, except on repeat's input
+            # (the bottom of a repeated block), where it only points at x and its cached_output
+            # holds what it last read from a file (empty for a net never read)
+            repeat_input = isinstance(sub.input_layer(), _repeat_input_layer)
+            w.tensor(_empty_if_none(file_output if repeat_input else x))
             w.tensor(grad_final)
             w.bool(stale)
             w.uint(sef)
@@ -254,7 +258,8 @@ def _read_node(r, node, labels):
             grad_final = r.tensor(f"tag{node.id}'s grad_final tensor")
             stale = r.bool(f"tag{node.id}'s gradient_input_is_stale flag")
             sef = r.uint(f"tag{node.id}'s sample_expansion_factor") if v >= 2 else 1
-            sub.set_input_state(out if out.size() else None, grad_final, stale, sef)
+            out = out if out.size() else None
+            sub.set_input_state(out, grad_final, stale, sef, file_output=out)
         else:
             _version(r, f"add_tag_layer tag{node.id}", (1,))
             _read_node(r, sub, labels)
