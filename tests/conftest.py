@@ -8,6 +8,11 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 
 def pytest_collection_modifyitems(config, items):
+    _deselect_dlib_cpp(config, items)
+    _skip_cuda_without_a_device(items)
+
+
+def _deselect_dlib_cpp(config, items):
     """The dlib_cpp parity suite (tests/dlib_cpp) compiles dlib from source: it runs only when
     asked for with ``-m dlib_cpp`` (or a marker expression naming it). Otherwise its tests are
     deselected, so the README's ``python -m pytest -q`` never builds anything."""
@@ -32,7 +37,7 @@ def rng():
     return np.random.default_rng(1234)
 
 
-def pytest_collection_modifyitems(config, items):
+def _skip_cuda_without_a_device(items):
     """The one skip rule of ``@pytest.mark.cuda``: the test needs the CUDA backend in use
     (``tt.use_cuda()``), decided once, and only when such a test was collected (deciding
     imports CuPy where it is installed). ``@pytest.mark.cuda(guard=True)`` marks a test that
