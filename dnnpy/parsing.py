@@ -100,6 +100,8 @@ def net_type_from_string(s: str) -> NetType:
         kind, text, at = peek()
         if kind == "name" and text not in _REGISTRY and text not in _INPUTS and text not in _INPUT_TEMPLATES:
             pos += 1
+            if text == "rgb_pixel":       # input[rgb_pixel]: dlib's pixel type, not a dtype
+                return text
             try:
                 return np.dtype(text)
             except TypeError:

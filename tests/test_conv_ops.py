@@ -31,9 +31,23 @@ def _t(a):
     return resizable_tensor(np.asarray(a, np.float32))
 
 
+@pytest.fixture(params=["windows", "im2col"])
+def cpu_path(request, monkeypatch):
+    """Both CPU paths on every configuration: small problems take the window view + one
+    tensordot, larger ones the chunked im2col GEMMs (cpu/conv.py's SMALL_COLUMNS)."""
+    import dnnpy.tensor_tools.cpu.conv as cpu_conv
+
+    monkeypatch.setattr(cpu_conv, "SMALL_COLUMNS", 1 << 62 if request.param == "windows" else 0)
+    return request.param
+
+
 @pytest.mark.parametrize("cfg", CONFIGS, ids=[str(c) for c in CONFIGS])
 @pytest.mark.parametrize("add_to_output", [False, True])
-def test_tensor_conv_matches_loops(cfg, add_to_output, rng):
+def test_tensor_conv_matches_loops(cfg, add_to_output, rng, cpu_path):
+    _matches_loops(cfg, add_to_output, rng)
+
+
+def _matches_loops(cfg, add_to_output, rng):
     n, c, h, w, k, r, s, sy, sx, py, px = cfg
     x = rng.standard_normal((n, c, h, w)).astype(np.float32)
     f = rng.standard_normal((k, c, r, s)).astype(np.float32)
@@ -88,7 +102,7 @@ def test_con_and_cont_layers_match_loops(cfg, rng):
 
 
 @pytest.mark.parametrize("cfg", CONFIGS, ids=[str(c) for c in CONFIGS])
-def test_adjoint_identity(cfg, rng):
+def test_adjoint_identity(cfg, rng, cpu_path):
     """<con(x), y> == <x, cont(y)> when cont_ uses con_'s filters and neither has a bias:
     the transposed convolution is the adjoint of the convolution."""
     n, c, h, w, k, r, s, sy, sx, py, px = cfg
@@ -138,5 +152,6 @@ def test_tensor_conv_in_one_sample_chunks(cfg, rng, monkeypatch):
     import dnnpy.tensor_tools.cpu.conv as cpu_conv
 
     monkeypatch.setattr(cpu_conv, "IM2COL_BYTES", 1)
-    test_tensor_conv_matches_loops(cfg, False, rng)
-    test_tensor_conv_matches_loops(cfg, True, rng)
+    monkeypatch.setattr(cpu_conv, "SMALL_COLUMNS", 0)
+    _matches_loops(cfg, False, rng)
+    _matches_loops(cfg, True, rng)

@@ -276,3 +276,19 @@ def test_input_tensor_takes_a_stacked_batch_and_one_sample_items(rng):
         input_tensor().to_tensor([X[0], rng.random((4, 3, 2))], resizable_tensor())
     with pytest.raises(ValueError, match=r"input 0 has shape \(4, 2\)"):
         input_tensor().to_tensor([np.zeros((4, 2))], resizable_tensor())
+
+
+def test_input_rgb_pixel_is_dlibs_input_matrix_of_rgb_pixel(rng):
+    """dlib's input<matrix<rgb_pixel>>: channels planar, each divided by 256, no means."""
+    from dnnpy import rgb_pixel
+    imgs = rng.integers(0, 256, (2, 3, 4, 3), dtype=np.uint8)
+    T = input[rgb_pixel]
+    assert T is input["rgb_pixel"] and T.type_expr() == "input[rgb_pixel]"
+    got = convert(T(), imgs)
+    np.testing.assert_array_equal(got, imgs.transpose(0, 3, 1, 2) / np.float32(256))
+    nt = fc[2, T]
+    assert net_type_from_string(repr(nt)) is nt
+    from helpers import ser, s
+    assert ser(T()) == s("input<matrix>")          # dlib writes every input<matrix<T>> so
+    with pytest.raises(ValueError, match=r"input\[rgb_pixel\].*H x W x 3"):
+        convert(T(), [np.zeros((3, 4), np.uint8)])

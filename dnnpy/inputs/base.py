@@ -12,7 +12,7 @@ import numpy as np
 from ..printing import xml_num
 from ..tensor import resizable_tensor, tensor
 
-__all__ = ["input", "input_tensor", "input_rgb_image"]  # (safe_cast is shared by the input modules)
+__all__ = ["input", "input_tensor", "input_rgb_image", "rgb_pixel"]  # (safe_cast is shared by the input modules)
 
 
 class input_layer:
@@ -292,17 +292,49 @@ class _input_matrix(image_space_identity, input_layer):
         return "<input/>\n"
 
 
-_INPUT_TYPES = {}
+class rgb_pixel:
+    """dlib's ``rgb_pixel`` as a pixel type: ``input[rgb_pixel]`` is dlib's
+    ``input<matrix<rgb_pixel>>`` (``H x W x 3`` uint8 images, each channel divided by 256,
+    no mean subtraction, unlike ``input_rgb_image``)."""
+
+    def __init__(self):
+        raise TypeError("rgb_pixel is a pixel type for input[rgb_pixel], not a value")
+
+
+class _input_rgb_matrix(_input_matrix):
+    """dlib's ``input<matrix<rgb_pixel>>``: ``H x W x 3`` uint8 RGB images -> ``(N, 3, H, W)``
+    of ``value/256`` (pixel_to_vector's channel order: red, green, blue)."""
+
+    dtype = np.uint8
+
+    @classmethod
+    def type_expr(cls) -> str:
+        return "input[rgb_pixel]"
+
+    def to_tensor(self, batch, data):
+        items = self._batch(batch)
+        imgs = _stack_images(self, items, 3, "an H x W x 3 uint8 RGB image", np.uint8)
+        check_rgb_batch(self, imgs)
+        n, nr, nc, _ = imgs.shape
+        data.set_size(n, 3, nr, nc)
+        out = data.host_write_only()
+        np.divide(imgs.transpose(0, 3, 1, 2), out.dtype.type(256), out=out, dtype=out.dtype)
+
+
+_INPUT_TYPES = {rgb_pixel: _input_rgb_matrix}
 
 
 class _input_template:
-    """``input[np.float32]``, ``input[np.uint8]``: input layer types for 2-D arrays."""
+    """``input[np.float32]``, ``input[np.uint8]``: input layer types for 2-D arrays (dlib's
+    ``input<matrix<T>>``); ``input[rgb_pixel]`` for RGB images without mean subtraction."""
 
     _SUPPORTED = (np.uint8, np.float32, np.float64, np.int32, np.int64, np.uint16, np.int16, np.int8)
     is_input_template = True  # the bracket-expression parser finds it by this flag and name
     name = "input"
 
     def __getitem__(self, dtype):
+        if dtype is rgb_pixel or dtype == "rgb_pixel":
+            return _INPUT_TYPES[rgb_pixel]
         try:
             dt = np.dtype(dtype)
         except TypeError:
