@@ -26,7 +26,7 @@ from dnnpy import (act4, add_prev1, add_prev5, add_prev7, affine, avg_pool, avg_
                    loss_mean_squared_per_pixel, loss_metric, loss_multibinary_log,
                    loss_multibinary_log_, loss_multiclass_log, loss_multiclass_log_per_pixel,
                    loss_multiclass_log_per_pixel_weighted, loss_multiclass_log_weighted,
-                   loss_mmod, loss_mmod_, loss_multimulticlass_log, loss_ranking, loss_yolo,
+                   loss_mmod, loss_mmod_, loss_multimulticlass_log, loss_ranking, loss_yolo, rgb_pixel,
                    max_pool, max_pool_everything, mish,
                    mult_prev2, multiply, multm_prev2, multm_prev4, positional_encodings, prelu,
                    relu, repeat, reorg, reshape_to, resize_prev_to_tagged, resize_to, rms_norm,
@@ -318,6 +318,11 @@ def _cases():
         loss_multiclass_log[fc[3, relu[fc[8, max_pool[2, 2, 2, 2, relu[con[4, 3, 3, 1, 1, input[U8]]]]]]]],
         gray_u8(3, 8, 8), _labels([0, 2, 1], ULONG), ULONG,
         "input<matrix<uchar>>, con_, relu_ (in place), max_pool_, fc_, loss_multiclass_log_"))
+    C.append(Case(
+        "multiclass_rgb_matrix",
+        loss_multiclass_log[fc[3, relu[con[2, 3, 3, 1, 1, input[rgb_pixel]]]]],
+        rgb(3, 5, 6), _labels([2, 0, 1], ULONG), ULONG,
+        "input<matrix<rgb_pixel>> (channels / 256, no means), con_ over 3 channels"))
     C.append(Case(
         "multiclass_weighted",
         loss_multiclass_log_weighted[fc_no_bias[3, avg_pool[2, 2, 2, 2, prelu[con[3, 3, 3, 1, 1, input[F32]]]]]],

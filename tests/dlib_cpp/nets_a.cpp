@@ -11,6 +11,10 @@ namespace
         input<matrix<unsigned char>>>>>>>>>;
     PARITY_NET("multiclass", multiclass);
 
+    using multiclass_rgb_matrix = loss_multiclass_log<fc<3, relu<con<2,3,3,1,1,
+        input<matrix<rgb_pixel>>>>>>;
+    PARITY_NET("multiclass_rgb_matrix", multiclass_rgb_matrix);
+
     using multiclass_weighted = loss_multiclass_log_weighted<fc_no_bias<3, avg_pool<2,2,2,2,
         prelu<con<3,3,3,1,1, input<matrix<float>>>>>>>;
     PARITY_NET("multiclass_weighted", multiclass_weighted);
