@@ -210,7 +210,7 @@ def _sync_state(data, name, expr):
     ``decode_state`` and a ``dnn_trainer`` built for the file's net type), trying each solver
     type. Returns ``(trainer, state dict)``."""
     from .errors import SerializationError
-    from .serialization.files import _solver_classes
+    from .serialization.files import solver_classes
     from .parsing import net_type_from_string
     from .training import sync
     from .training.trainer import dnn_trainer
@@ -221,7 +221,7 @@ def _sync_state(data, name, expr):
         raise SerializationError(f"{name}: the sync file's net type {expr!r} cannot be rebuilt: {e}"
                                  f"{_IMPORT_HINT if 'unknown template' in str(e) else ''}") from None
     errors = []
-    for solver_name, cls in _solver_classes().items():
+    for solver_name, cls in solver_classes().items():
         trainer = dnn_trainer(net_type(), cls())
         try:
             state = sync.decode_state(data, name, trainer)
@@ -283,11 +283,11 @@ def _describe_sync(data, name, expr, out):
 def _info(args, out):
     from .core import net_node
     from .errors import SerializationError
-    from .serialization.files import _not_a_net, _read_source, deserialize, load, read_header
+    from .serialization.files import not_a_net_reason, read_source, deserialize, load, read_header
     from .serialization.primitives import Reader
     from .parsing import net_type_from_string
 
-    data, _ = _read_source(args.file)
+    data, _ = read_source(args.file)
     header = read_header(Reader(data, args.file))
     if header is not None and header[0] == "dnn_trainer":
         print(f"file: {args.file} (dnnpy format, {len(data)} bytes)", file=out)
@@ -298,7 +298,7 @@ def _info(args, out):
         fmt = "dnnpy"
     else:
         if not args.type:
-            plainly = _not_a_net(data)
+            plainly = not_a_net_reason(data)
             if plainly:
                 raise SerializationError(f"{args.file}: {plainly}")
             raise SerializationError(

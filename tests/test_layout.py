@@ -138,7 +138,7 @@ def test_public_methods_of_nets_and_tensors_have_docstrings():
     import inspect
     import sys
 
-    core, tensor = sys.modules["dnnpy.core"], sys.modules["dnnpy.tensor"]
+    core, tensor = sys.modules["dnnpy.core"], sys.modules["dnnpy.tensor"]   # core re-exports its nodes
     classes = [core.net_node, core.input_node, core.add_layer, core.add_tag_layer,
                core.add_skip_layer, core.repeat_layer, core.add_loss_layer, tensor.tensor,
                tensor.resizable_tensor, tensor.alias_tensor, tensor.read_only_view, dnnpy.dnn_trainer]

@@ -9,7 +9,7 @@ gradient.
 from __future__ import annotations
 
 from .. import tensor_tools as tt
-from ..core import add_skip_layer, add_tag_layer
+from ..core import add_skip_layer, add_tag_layer, layer
 from ..tensor import alias_tensor
 from ..templates import SUBNET, NetType, _tag_template, layer_template
 from ._serial import read_type_ints, version_only
@@ -250,8 +250,6 @@ class concat_(_keeps_tags, computational_layer):
         return self.tags
 
     def _tagged(self, sub):
-        from ..core import layer
-
         return [layer(sub, t) for t in self.tags]
 
     def forward(self, sub, output):

@@ -11,6 +11,7 @@ import copy
 import numbers
 
 from .. import tensor_tools as tt
+from ..core import add_tag_layer, layer
 from ..tensor import alias_tensor
 from ..templates import _template, layer_template
 from ._serial import read_type_ints, version_only
@@ -266,8 +267,6 @@ def _flatten(k, nr, nc):
 
 def _check_tag(layer_name, tag):
     """The tag template a merge-like layer reads (``tag1``, ``itag0``, ...)."""
-    from ..core import add_tag_layer
-
     if not (isinstance(tag, _template) and getattr(tag, "node_cls", None) is add_tag_layer):
         raise TypeError(f"{layer_name}: expected a tag template (tag1, tag2, ...), got {tag!r}")
     return tag
@@ -304,8 +303,6 @@ class resize_prev_to_tagged_(version_only, _keeps_tags, computational_layer):
         return (self.tag,)
 
     def forward(self, sub, output):
-        from ..core import layer
-
         prev = sub.get_output()
         tagged = layer(sub, self.tag).get_output()
         if prev.num_samples() != tagged.num_samples():

@@ -40,13 +40,15 @@ import time
 import zlib
 
 from ..core import net_node
+from ..solvers import adam, sgd
 from ..errors import SerializationError
 from .net import _adopt, read_net_staged, read_object, write_net, write_object
 from .primitives import Reader, Writer
 
 __all__ = ["serialize", "deserialize", "load", "to_bytes", "from_bytes", "atomic_write",
            "write_solvers", "read_solvers_staged", "with_header", "read_header", "MAGIC",
-           "FORMAT_VERSION", "READABLE_VERSIONS"]
+           "FORMAT_VERSION", "READABLE_VERSIONS", "read_source", "not_a_net_reason",
+           "solver_classes"]
 
 MAGIC = b"DNNPY\0"
 FORMAT_VERSION = 2              # the version written
@@ -57,14 +59,14 @@ _DLIB_EXTENSIONS = (".dat",)
 # ----------------------------------------------------------------------------------------
 # kinds of objects
 
-def _solver_classes():
-    from ..solvers import adam, sgd
+def solver_classes():
+    """``{record name: solver class}`` for the solvers a dnnpy file can hold."""
 
     return {"sgd": sgd, "adam": adam}
 
 
 def _is_solver(obj):
-    return isinstance(obj, tuple(_solver_classes().values()))
+    return isinstance(obj, tuple(solver_classes().values()))
 
 
 def _kind(obj):
@@ -314,7 +316,8 @@ def _is_data(x):
     return isinstance(x, bytes) and (not x or b"\0" in x or x.startswith(MAGIC) or len(x) > 4096)
 
 
-def _read_source(path_or_file):
+def read_source(path_or_file):
+    """``(bytes, name)`` of a path, a binary file object or bytes."""
     if hasattr(path_or_file, "read"):
         data = path_or_file.read()
         return data, getattr(path_or_file, "name", "stream")
@@ -344,7 +347,7 @@ _KNOWN_MAGIC = (
 )
 
 
-def _not_a_net(data):
+def not_a_net_reason(data):
     """What ``data`` is when it plainly is not a net file (empty, a known magic number),
     else None."""
     if len(data) == 0:
@@ -421,9 +424,9 @@ def _check_kind(r, header, kind, expected_expr):
 
 
 def _solver_from_name(r, name):
-    cls = _solver_classes().get(name)
+    cls = solver_classes().get(name)
     if cls is None:
-        raise r.error(f"unknown solver type {name!r} (expected one of {sorted(_solver_classes())})")
+        raise r.error(f"unknown solver type {name!r} (expected one of {sorted(solver_classes())})")
     return cls()
 
 
@@ -505,7 +508,7 @@ def from_bytes(data, obj, what="bytes"):
     r = Reader(data, what)
     header = read_header(r)
     if header is None:
-        plainly = _not_a_net(data)
+        plainly = not_a_net_reason(data)
         if plainly:
             raise SerializationError(f"{what}: {plainly}")
     return _read_into(r, obj, header)
@@ -516,7 +519,7 @@ def deserialize(path_or_file, obj):
     solver, a list of solvers); ``path_or_file`` is a path, a binary file object or bytes. Raises ``SerializationError`` (what was expected, what was
     found, the byte offset) on any malformed, truncated or mismatched input, or trailing
     bytes, and then leaves ``obj`` unchanged. Returns ``obj``."""
-    data, name = _read_source(path_or_file)
+    data, name = read_source(path_or_file)
     return from_bytes(data, obj, name)
 
 
@@ -545,11 +548,11 @@ def load(path_or_file):
     imported first (its templates register their names)."""
     from ..parsing import net_type_from_string
 
-    data, name = _read_source(path_or_file)
+    data, name = read_source(path_or_file)
     r = Reader(data, name)
     header = read_header(r)
     if header is None:
-        plainly = _not_a_net(data)
+        plainly = not_a_net_reason(data)
         if plainly:
             raise SerializationError(f"{name}: {plainly}")
         text = " (it looks like a text file)" if _looks_like_text(data) else ""

@@ -1,44 +1,21 @@
-"""Network composition: dlib's ``add_layer``, ``add_tag_layer``, ``add_skip_layer``,
-``repeat`` and ``add_loss_layer``, plus ``layer(net, i | template)`` and ``net_layers``.
-
-A net is a chain of nodes, top (output) first; every chain ends in an ``input_node``
-holding the input layer, the input tensor ``x`` and the gradient with respect to it.
-
-Two faces per node:
-
-* the public one, for users, visitors and serialization: ``forward(x)``, ``__call__``,
-  ``back_propagate_error``, the getters, ``subnet_node()`` (the node below) and, on
-  ``add_layer`` and ``input_node``, ``wrapper_state()`` / ``set_wrapper_state()`` (the
-  bookkeeping dlib's files hold). Public calls check their arguments, name the layer
-  (``layer<i>``) in any error raised inside a layer, and hand out read-only views that
-  refuse to be read once a later pass overwrote them (``tensor.read_only_view``);
-* the private recursion, ``_forward`` / ``_backward``, and the private getters an
-  in-place layer uses to work on its subnet's tensors.
-
-Gradient buffers are zero-filled lazily: a node's gradient input is marked stale by a
-forward (and by a backward when ``zero_grads``) and zeroed at its next access, so layers
-can always ADD into their subnet's gradient (dlib core.h's scheme).
-
-In place: a layer with ``forward_inplace`` runs in place iff the node below does not
-need its own output for its backward pass (``backward_needs_output``); tags, skips and the
-input always need it. When in place, the layer reads and writes the subnet's output and
-gradient tensors and the subnet's public getters are disabled (they would return data
-the layer has overwritten).
-"""
+"""The nodes a net is made of: ``net_node`` (what they share), ``input_node`` (the bottom:
+the input layer, ``x`` and its gradient), ``add_layer`` (a computational layer),
+``add_tag_layer`` / ``add_skip_layer``, ``repeat_layer``; the ``subnet_wrapper`` a layer sees
+as ``sub``; and walking a net (``layer``, ``net_layers``, ``computational_nodes``)."""
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 
 import numpy as np
 
-from .tensor import read_only_view, resizable_tensor, tensor
-from . import tensor_tools as tt
+from .. import tensor_tools as tt
+from ..tensor import read_only_view, resizable_tensor, tensor
+from .calls import as_gradient, as_input_tensor, blame, check_solvers, naming_layers, split
 
-__all__ = ["add_layer", "add_tag_layer", "add_skip_layer", "add_loss_layer", "repeat_layer",
-           "input_node", "net_node", "subnet_wrapper", "layer", "input_layer", "net_layers",
-           "computational_nodes", "wrapper_state"]
+__all__ = ["net_node", "subnet_wrapper", "wrapper_state", "input_node", "add_layer",
+           "add_tag_layer", "add_skip_layer", "repeat_layer", "layer", "input_layer",
+           "net_layers", "computational_nodes"]
 
 
 def _tensor_to_str(t, min_length):
@@ -51,91 +28,6 @@ def _tensor_to_str(t, min_length):
     s = s.ljust(min_length[0])
     min_length[0] = len(s)
     return s + "\t"
-
-
-# ----------------------------------------------------------------------------------------
-# errors raised inside a layer name it: the failing node marks the exception, the public
-# call the user made turns the mark into "layer<i> ...", counted from the net it was made on
-
-def _blame(e, node, phase, shape):
-    if getattr(e, "_dnnpy_blame", None) is None:
-        try:
-            e._dnnpy_blame = (node, phase, shape)
-        except AttributeError:  # an exception type without a __dict__: left as it is
-            pass
-
-
-def _renamed(e, message):
-    """``e`` with ``message``, as the same exception type when it can carry one."""
-    try:
-        new = type(e)(message)
-        if str(new) != message:
-            raise TypeError
-    except Exception:  # noqa: BLE001 - exception types with other constructors
-        new = RuntimeError(message)
-    new._dnnpy_named = True
-    return new.with_traceback(e.__traceback__)
-
-
-@contextlib.contextmanager
-def _naming_layers(top):
-    try:
-        yield
-    except Exception as e:
-        blame = getattr(e, "_dnnpy_blame", None)
-        if blame is None or getattr(e, "_dnnpy_named", False):
-            raise
-        node, phase, shape = blame
-        index = next((i for i, n in enumerate(net_layers(top)) if n is node), None)
-        where = f"layer<{index}>" if index is not None else "a layer"
-        what = f" with {'input' if phase != 'backward' else 'gradient input'}{shape}" if shape else ""
-        raise _renamed(e, f"{where} {node._name()} ({phase}{what}): {e}") from None
-
-
-def _check_solvers(solvers, count):
-    if not isinstance(solvers, (list, tuple)):
-        raise TypeError(f"update_parameters: solvers must be a list with one solver per computational "
-                        f"layer ({count} here; dnnpy.make_solvers(net, solver) builds it), got "
-                        f"{type(solvers).__name__}")
-    if len(solvers) != count:
-        raise ValueError(f"update_parameters: the net has {count} computational layers "
-                         f"but {len(solvers)} solvers were given")
-
-
-def _as_gradient(g, want, who):
-    """A gradient argument as a tensor of the shape ``want`` (numpy arrays are accepted)."""
-    if not isinstance(g, tensor):
-        a = np.asarray(g)
-        if a.shape != tuple(want):
-            raise ValueError(f"{who}: the gradient has shape {a.shape}; expected the net's output "
-                             f"shape {tuple(want)}")
-        g = resizable_tensor(*a.shape)
-        g.assign(a)
-    elif g.shape != tuple(want):
-        raise ValueError(f"{who}: the gradient has shape {g.shape}; expected the net's output "
-                         f"shape {tuple(want)}")
-    return g
-
-
-def _as_input_tensor(x, who):
-    """``forward``'s argument: a dnnpy tensor, or a 4-D numpy array (copied into one)."""
-    if isinstance(x, tensor):
-        return x
-    if isinstance(x, np.ndarray) and x.ndim == 4 and x.dtype.kind in "fiu":
-        t = resizable_tensor(*x.shape)
-        t.assign(x)
-        return t
-    raise TypeError(f"{who} expects the input TENSOR, a dnnpy tensor or a 4-D numpy array "
-                    f"(num_samples, k, nr, nc); got {type(x).__name__}"
-                    f"{getattr(x, 'shape', '')}. To run a batch of input objects use net(batch), "
-                    f"or net.to_tensor(batch) then forward")
-
-
-def _split(batch, batch_size):
-    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
-        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
-    n = len(batch)
-    return [batch[i:i + batch_size] for i in range(0, n, batch_size)]
 
 
 class net_node:
@@ -182,6 +74,11 @@ class net_node:
         """The layers, top first, the input layer last (``net_layers(net)``)."""
         return iter(net_layers(self))
 
+    def index_of(self, node):
+        """``i`` such that ``layer(self, i)`` is ``node`` (a node or the input layer object),
+        or None when ``node`` is not in this net."""
+        return next((i for i, n in enumerate(net_layers(self)) if n is node), None)
+
     # -- running -------------------------------------------------------------------------
     def to_tensor(self, batch, data=None) -> resizable_tensor:
         """Convert a batch of input objects into a tensor (the input layer's ``to_tensor``)."""
@@ -191,8 +88,8 @@ class net_node:
         """Run the net on the input tensor ``x`` (a dnnpy tensor or a 4-D numpy array);
         returns this node's output as a ``read_only_view`` (valid until the next pass;
         ``.numpy()`` copies it)."""
-        x = _as_input_tensor(x, "forward")
-        with _naming_layers(self):
+        x = as_input_tensor(x, "forward")
+        with naming_layers(self):
             self._forward(x)
         return read_only_view(self._private_get_output(), f"the output of {self._name()}")
 
@@ -200,12 +97,12 @@ class net_node:
         """Forward a batch of input objects (a list, or a stacked array); returns the output
         as a NEW numpy array ``(num_samples, k, nr, nc)``. With ``batch_size``, runs the
         batch in pieces of that many objects (memory stays bounded) and concatenates."""
-        pieces = [batch] if batch_size is None else _split(batch, batch_size)
+        pieces = [batch] if batch_size is None else split(batch, batch_size)
         outs = []
         for piece in pieces:
             x = self.to_tensor(piece, getattr(self, "_batch_tensor", None))
             self._batch_tensor = x
-            with _naming_layers(self):
+            with naming_layers(self):
                 self._forward(x)
             outs.append(self._private_get_output().numpy())
         return outs[0] if len(outs) == 1 else np.concatenate(outs, axis=0)
@@ -217,9 +114,9 @@ class net_node:
         ``forward``; ``gradient_input`` a tensor or numpy array of the output's shape."""
         self._check_backward(x)
         if gradient_input is not None:
-            gradient_input = _as_gradient(gradient_input, self._private_get_output().shape,
+            gradient_input = as_gradient(gradient_input, self._private_get_output().shape,
                                           "back_propagate_error")
-        with _naming_layers(self):
+        with naming_layers(self):
             self._backward(x, gradient_input, zero_grads)
 
     def _check_backward(self, x):
@@ -258,7 +155,7 @@ class net_node:
         if not learning_rate > 0:
             raise ValueError(f"update_parameters: learning_rate must be > 0, got {learning_rate}")
         nodes = computational_nodes(self)
-        _check_solvers(solvers, len(nodes))
+        check_solvers(solvers, len(nodes))
         for node, solver in zip(nodes, solvers):
             grad, details = node._params_grad, node._details
             lr_mult = getattr(details, "get_learning_rate_multiplier", None)
@@ -493,11 +390,6 @@ class input_node(net_node):
         lines.append(f"layer<{idx}>\t{self._input_layer!r}")
 
 
-_input_node = input_node   # the names other modules used before the public node API
-_node = net_node
-_subnet_wrapper = subnet_wrapper
-
-
 class add_layer(net_node):
     """One computational layer (``details``) stacked on ``subnet``."""
 
@@ -609,7 +501,7 @@ class add_layer(net_node):
             else:
                 d.forward(self._wsub, self._cached_output)
         except Exception as e:
-            _blame(e, self, phase, self._input_shape())
+            blame(e, self, phase, self._input_shape())
             raise
         self._gradient_input_is_stale = True
 
@@ -635,7 +527,7 @@ class add_layer(net_node):
             else:
                 d.backward(gi, self._wsub, self._params_grad)
         except Exception as e:
-            _blame(e, self, "backward", gi.shape)
+            blame(e, self, "backward", gi.shape)
             raise
         self._subnet._backward(x, zero_grads=zero_grads)
         self._gradient_input_is_stale = zero_grads
@@ -866,126 +758,6 @@ class repeat_layer(net_node):
         if i < per * len(self.copies):
             return layer(self.copies[i // per], i % per)
         return layer(self._subnet, i - per * len(self.copies))
-
-
-class add_loss_layer(net_node):
-    """A loss on top of a net: ``net(batch)`` gives labels, ``compute_loss(batch, labels)``
-    the loss, ``compute_parameter_gradients(batch, labels)`` loss and all gradients."""
-
-    def __init__(self, loss_details, subnet):
-        self._loss = loss_details
-        self._subnet = subnet
-        self._wsub = subnet_wrapper(subnet)
-        self._temp = resizable_tensor()
-
-    def loss_details(self):
-        """The loss object (dlib's ``loss_details()``)."""
-        return self._loss
-
-    def layer_details(self):
-        """The loss object (as ``loss_details()``)."""
-        return self._loss
-
-    def set_loss_details(self, loss):
-        """Replace the loss object by one of the same kind (``copy_net_as``, reading files)."""
-        self._loss = loss
-
-    def _label(self):
-        return repr(self._loss)
-
-    def _name(self):
-        return type(self._loss).__name__
-
-    def _forward(self, x):
-        self._subnet._forward(x)
-
-    def get_output(self):
-        """The output of the net below the loss (a ``read_only_view``)."""
-        return self._subnet.get_output()
-
-    def _private_get_output(self):
-        return self._subnet._private_get_output()
-
-    def _as_tensor(self, batch_or_tensor):
-        if isinstance(batch_or_tensor, tensor):
-            return batch_or_tensor
-        return self._subnet.to_tensor(batch_or_tensor, self._temp)
-
-    def _labels(self, batch, args, kwargs):
-        x = self._as_tensor(batch)
-        with _naming_layers(self):
-            self._subnet._forward(x)
-            try:
-                return self._loss.to_label(x, self._wsub, *args, **kwargs)
-            except Exception as e:
-                if type(self._loss).__name__ not in str(e):
-                    _blame(e, self, "to_label", None)
-                raise
-
-    def __call__(self, batch, *args, batch_size=None, **kwargs):
-        """Labels for a batch of input objects (or for an already converted tensor), as
-        dlib's ``net(data, batch_size)``: one label per input object, in a new list. With
-        ``batch_size`` the batch runs in pieces of that many objects. Extra arguments go to
-        the loss's ``to_label`` (e.g. ``adjust_threshold`` for loss_mmod)."""
-        if batch_size is None or isinstance(batch, tensor):
-            return self._labels(batch, args, kwargs)
-        labels = []
-        for piece in _split(batch, batch_size):
-            labels.extend(self._labels(piece, args, kwargs))
-        return labels
-
-    def process(self, batch, *args, batch_size=None, **kwargs):
-        """dlib's ``process``/``process_batch``: ``net(batch, ...)`` with the extra arguments
-        passed to the loss's ``to_label``."""
-        return self(batch, *args, batch_size=batch_size, **kwargs)
-
-    def process_batch(self, data, batch_size, *args, **kwargs):
-        """dlib's ``process_batch(data, batch_size, args...)``."""
-        return self(data, *args, batch_size=batch_size, **kwargs)
-
-    def predict(self, batch, batch_size=128):
-        """``net(batch, batch_size=batch_size)``: labels for any number of input objects in
-        bounded memory (dlib's ``operator()(data, batch_size = 128)``)."""
-        return self(batch, batch_size=batch_size)
-
-    def compute_loss(self, batch, labels=None) -> float:
-        """Forward, then the loss; ASSIGNS the top layer's gradient input. ``labels`` is
-        None for unsupervised losses."""
-        x = self._as_tensor(batch)
-        with _naming_layers(self):
-            self._subnet._forward(x)
-            return self._loss_value(x, labels)
-
-    def _loss_value(self, x, labels):
-        try:
-            if labels is None:
-                return float(self._loss.compute_loss_value_and_gradient(x, self._wsub))
-            return float(self._loss.compute_loss_value_and_gradient(x, labels, self._wsub))
-        except Exception as e:
-            if type(self._loss).__name__ not in str(e):  # label errors name the loss already
-                _blame(e, self, "loss", None)
-            raise
-
-    def compute_parameter_gradients(self, batch, labels=None, zero_grads=True) -> float:
-        """``compute_loss`` then backpropagation; returns the loss. Every layer's
-        ``get_parameter_gradient()`` then holds its gradient."""
-        x = self._as_tensor(batch)
-        with _naming_layers(self):
-            self._subnet._forward(x)
-            loss = self._loss_value(x, labels)
-            self._subnet._backward(x, zero_grads=zero_grads)
-        return loss
-
-    def _backward(self, x, gradient_input=None, zero_grads=True):
-        self._subnet._backward(x, gradient_input, zero_grads)
-
-    def clean(self):
-        self._temp.clear()
-        self._subnet.clean()
-
-    def _print(self, lines, idx, min_length):
-        lines.append(f"layer<{idx}>\t{self._loss!r}")
-        self._subnet._print(lines, idx + 1, min_length)
 
 
 # ----------------------------------------------------------------------------------------

@@ -1,0 +1,34 @@
+"""Network composition: dlib's ``add_layer``, ``add_tag_layer``, ``add_skip_layer``,
+``repeat`` and ``add_loss_layer``, plus ``layer(net, i | template)`` and ``net_layers``
+(``nodes.py``, ``loss_node.py``; ``calls.py``: argument checks and errors naming layers).
+
+A net is a chain of nodes, top (output) first; every chain ends in an ``input_node``
+holding the input layer, the input tensor ``x`` and the gradient with respect to it.
+
+Two faces per node:
+
+* the public one, for users, visitors and serialization: ``forward(x)``, ``__call__``,
+  ``back_propagate_error``, the getters, ``subnet_node()`` (the node below) and, on
+  ``add_layer`` and ``input_node``, ``wrapper_state()`` / ``set_wrapper_state()`` (the
+  bookkeeping dlib's files hold). Public calls check their arguments, name the layer
+  (``layer<i>``) in any error raised inside a layer, and hand out read-only views that
+  refuse to be read once a later pass overwrote them (``tensor.read_only_view``);
+* the private recursion, ``_forward`` / ``_backward``, and the private getters an
+  in-place layer uses to work on its subnet's tensors.
+
+Gradient buffers are zero-filled lazily: a node's gradient input is marked stale by a
+forward (and by a backward when ``zero_grads``) and zeroed at its next access, so layers
+can always ADD into their subnet's gradient (dlib core.h's scheme).
+
+In place: a layer with ``forward_inplace`` runs in place iff the node below does not
+need its own output for its backward pass (``backward_needs_output``); tags, skips and the
+input always need it. When in place, the layer reads and writes the subnet's output and
+gradient tensors and the subnet's public getters are disabled (they would return data
+the layer has overwritten).
+"""
+
+from .nodes import *  # noqa: F401,F403
+from .nodes import __all__ as _nodes_all
+from .loss_node import add_loss_layer
+
+__all__ = [*_nodes_all, "add_loss_layer"]

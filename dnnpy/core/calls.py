@@ -1,0 +1,102 @@
+"""What the public calls of a net share: their arguments converted and checked (numpy in,
+batches split), and errors raised inside a layer renamed to name it.
+
+An exception raised by a layer's setup/forward/backward (or a loss) is marked with the
+failing node (``_blame``); the public call the user made (``naming_layers(top)``) turns the
+mark into ``layer<i> <class> (<phase> with input<shape>): <message>``, ``i`` counted from
+the net the call was made on, as ``print(net)`` numbers it. The exception keeps its type
+and traceback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+
+from ..tensor import resizable_tensor, tensor
+
+__all__ = ["blame", "naming_layers", "check_solvers", "as_gradient", "as_input_tensor", "split"]
+
+
+def blame(e, node, phase, shape):
+    """Mark ``e`` as raised by ``node`` during ``phase`` on an input of ``shape`` (the first
+    mark wins: the innermost layer)."""
+    if getattr(e, "_dnnpy_blame", None) is None:
+        try:
+            e._dnnpy_blame = (node, phase, shape)
+        except AttributeError:  # an exception type without a __dict__: left as it is
+            pass
+
+
+def _renamed(e, message):
+    """``e`` with ``message``, as the same exception type when it can carry one."""
+    try:
+        new = type(e)(message)
+        if str(new) != message:
+            raise TypeError
+    except Exception:  # noqa: BLE001 - exception types with other constructors
+        new = RuntimeError(message)
+    new._dnnpy_named = True
+    return new.with_traceback(e.__traceback__)
+
+
+@contextlib.contextmanager
+def naming_layers(top):
+    try:
+        yield
+    except Exception as e:
+        blame = getattr(e, "_dnnpy_blame", None)
+        if blame is None or getattr(e, "_dnnpy_named", False):
+            raise
+        node, phase, shape = blame
+        index = top.index_of(node)
+        where = f"layer<{index}>" if index is not None else "a layer"
+        what = f" with {'input' if phase != 'backward' else 'gradient input'}{shape}" if shape else ""
+        raise _renamed(e, f"{where} {node._name()} ({phase}{what}): {e}") from None
+
+
+def check_solvers(solvers, count):
+    if not isinstance(solvers, (list, tuple)):
+        raise TypeError(f"update_parameters: solvers must be a list with one solver per computational "
+                        f"layer ({count} here; dnnpy.make_solvers(net, solver) builds it), got "
+                        f"{type(solvers).__name__}")
+    if len(solvers) != count:
+        raise ValueError(f"update_parameters: the net has {count} computational layers "
+                         f"but {len(solvers)} solvers were given")
+
+
+def as_gradient(g, want, who):
+    """A gradient argument as a tensor of the shape ``want`` (numpy arrays are accepted)."""
+    if not isinstance(g, tensor):
+        a = np.asarray(g)
+        if a.shape != tuple(want):
+            raise ValueError(f"{who}: the gradient has shape {a.shape}; expected the net's output "
+                             f"shape {tuple(want)}")
+        g = resizable_tensor(*a.shape)
+        g.assign(a)
+    elif g.shape != tuple(want):
+        raise ValueError(f"{who}: the gradient has shape {g.shape}; expected the net's output "
+                         f"shape {tuple(want)}")
+    return g
+
+
+def as_input_tensor(x, who):
+    """``forward``'s argument: a dnnpy tensor, or a 4-D numpy array (copied into one)."""
+    if isinstance(x, tensor):
+        return x
+    if isinstance(x, np.ndarray) and x.ndim == 4 and x.dtype.kind in "fiu":
+        t = resizable_tensor(*x.shape)
+        t.assign(x)
+        return t
+    raise TypeError(f"{who} expects the input TENSOR, a dnnpy tensor or a 4-D numpy array "
+                    f"(num_samples, k, nr, nc); got {type(x).__name__}"
+                    f"{getattr(x, 'shape', '')}. To run a batch of input objects use net(batch), "
+                    f"or net.to_tensor(batch) then forward")
+
+
+def split(batch, batch_size):
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+    n = len(batch)
+    return [batch[i:i + batch_size] for i in range(0, n, batch_size)]
