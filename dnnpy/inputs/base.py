@@ -133,6 +133,16 @@ def write_rgb_planar(out, imgs, avgs):
     out /= out.dtype.type(256)
 
 
+def rgb_images_to_tensor(layer, batch, data, avgs):
+    """A batch of ``H x W x 3`` uint8 images (a list or one stacked array) into ``data``,
+    ``(N, 3, H, W)`` of ``(pixel - avg) / 256``."""
+    imgs = _stack_images(layer, layer._batch(batch), 3, "an H x W x 3 uint8 RGB image", np.uint8)
+    check_rgb_batch(layer, imgs)
+    n, nr, nc, _ = imgs.shape
+    data.set_size(n, 3, nr, nc)
+    write_rgb_planar(data.host_write_only(), imgs, avgs)
+
+
 def check_rgb_batch(layer, imgs):
     """``imgs`` (a stacked batch, already cast to uint8) must be N x H x W x 3."""
     if imgs.ndim != 4 or imgs.shape[3] != 3:
@@ -200,12 +210,7 @@ class input_rgb_image(rgb_averages, image_space_identity, input_layer):
     ``(channel - avg) / 256`` (dlib's mean subtraction)."""
 
     def to_tensor(self, batch, data):
-        items = self._batch(batch)
-        imgs = _stack_images(self, items, 3, "an H x W x 3 uint8 RGB image", np.uint8)
-        check_rgb_batch(self, imgs)
-        n, nr, nc, _ = imgs.shape
-        data.set_size(n, 3, nr, nc)
-        write_rgb_planar(data.host_write_only(), imgs, (self.avg_red, self.avg_green, self.avg_blue))
+        rgb_images_to_tensor(self, batch, data, (self.avg_red, self.avg_green, self.avg_blue))
 
     def serialize(self, w):
         w.string("input_rgb_image")
@@ -312,13 +317,7 @@ class _input_rgb_matrix(_input_matrix):
         return "input[rgb_pixel]"
 
     def to_tensor(self, batch, data):
-        items = self._batch(batch)
-        imgs = _stack_images(self, items, 3, "an H x W x 3 uint8 RGB image", np.uint8)
-        check_rgb_batch(self, imgs)
-        n, nr, nc, _ = imgs.shape
-        data.set_size(n, 3, nr, nc)
-        out = data.host_write_only()
-        np.divide(imgs.transpose(0, 3, 1, 2), out.dtype.type(256), out=out, dtype=out.dtype)
+        rgb_images_to_tensor(self, batch, data, (0.0, 0.0, 0.0))
 
 
 _INPUT_TYPES = {rgb_pixel: _input_rgb_matrix}
