@@ -79,7 +79,7 @@ class NetType:
                             f"the top layer's constructor), so it cannot run a batch: use "
                             f"net = net_type(); net(batch)")
         net = self.template._build(self.args, self.subnet, args)
-        net._template = self.template
+        net.template = self.template
         net.net_type = self
         return net
 

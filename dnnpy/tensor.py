@@ -299,6 +299,30 @@ class tensor:
         b0, b1 = other._offset, other._offset + other.size()
         return a0 < b1 and b0 < a1
 
+    def overlaps_elsewhere(self, other: "tensor") -> bool:
+        """True when both views share memory but are not the same window (same offset and
+        shape): an op writing one while reading the other must read from a copy (the one
+        alias rule of the CUDA twin's kernels)."""
+        return (self.is_aliased_with(other)
+                and (self._offset, self._shape) != (other._offset, other._shape))
+
+    def is_host_current(self) -> bool:
+        """Whether the host copy of the storage holds the latest values (tests, diagnostics)."""
+        return self._storage.host_current
+
+    def is_device_current(self) -> bool:
+        """Whether the device copy of the storage holds the latest values."""
+        return self._storage.device_current
+
+    def storage_host_read(self) -> np.ndarray:
+        """The whole storage this view lives in, synced to the host, read-only (to check
+        that an op left the elements outside its window alone)."""
+        s = self._storage
+        s.sync_to_host()
+        view = s.host_array.view()
+        view.flags.writeable = False
+        return view
+
 
 class resizable_tensor(tensor):
     """A tensor that owns its storage and can change shape.

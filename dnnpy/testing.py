@@ -190,7 +190,7 @@ class _fake_subnet:
         self.gradient_input.assign(rnd.standard_normal(shape) * 0.01)
         self._sub = None
         self._tagged = {}
-        self._template = None
+        self.template = None
 
     def get_output(self):
         return self.output
@@ -230,17 +230,17 @@ class _fake_subnet:
                     else:
                         shape = (n, int(self._rnd.integers(2, 6)), nr, nc)
                     level = _fake_subnet(self._rnd, self._levels, shape)
-                    level._template = tag
+                    level.template = tag
                     self._tagged[i] = level
                 return self._tagged[i]
         return None
 
 
 class _fake_probe:
-    __slots__ = ("_template",)
+    __slots__ = ("template",)
 
     def __init__(self, template):
-        self._template = template
+        self.template = template
 
 
 def _is_inplace(layer):

@@ -56,7 +56,7 @@ class _loss_subnet:
         self.gradient_input.fill(0)
         self._sef = sample_expansion_factor
         self._input_layer = input_layer
-        self._template = template
+        self.template = template
         self.tagged = [_loss_subnet(np.asarray(a, np.float64), sample_expansion_factor, input_layer, None, t)
                        for t, a in (tagged or {}).items()]
 

@@ -67,7 +67,7 @@ def test_cuda_backend_is_used_when_a_device_exists():
 # 2. mirrors across force_cpu
 
 def _device_current(t):
-    return t._storage.device_current and not t._storage.host_current
+    return t.is_device_current() and not t.is_host_current()
 
 
 @DTYPES
@@ -80,7 +80,7 @@ def test_gpu_result_read_by_cpu_op_and_back(dtype):
     assert _device_current(y)
     with dnnpy.force_cpu():
         tt.affine_transform(z, y, 3.0, 0.0)               # CPU reads y: must see the GPU values
-        assert not z._storage.device_current
+        assert not z.is_device_current()
     want = 3 * (2 * x.astype(dtype) + 1)
     np.testing.assert_allclose(np.asarray(z), want, rtol=1e-6 if dtype == np.float32 else 1e-14)
     tt.affine_transform(y, z, 1.0, -1.0)                  # GPU reads z, written on the CPU

@@ -73,8 +73,7 @@ class _Maker:
 
 def _on_gpu_last(t):
     """The op ran on the GPU: the device copy is current and the host copy stale."""
-    s = t._storage
-    return s.device_current and not s.host_current
+    return t.is_device_current() and not t.is_host_current()
 
 
 def _check_both(maker, call, dest_index):
@@ -90,7 +89,7 @@ def _check_both(maker, call, dest_index):
         np.testing.assert_array_equal(np.asarray(g), np.asarray(c))
         # the storage outside an alias window must be untouched, too (host_read syncs it)
         g.host_read()
-        np.testing.assert_array_equal(g._storage.host_array, c._storage.host_array)
+        np.testing.assert_array_equal(g.storage_host_read(), c.storage_host_read())
 
 
 # ----------------------------------------------------------------------------------------

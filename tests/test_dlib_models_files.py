@@ -204,7 +204,8 @@ def test_face_file_into_a_face_type_with_another_filter_count(face_file):
     net = changed()
     net([_chip()])                          # set up: random parameters that must stay
     index = next(i for i, n in enumerate(net_layers(net))
-                 if isinstance(getattr(n, "_details", None), con_) and n._details.num_filters() == 96)
+                 if isinstance(n, dnnpy.add_layer) and isinstance(n.layer_details(), con_)
+                 and n.layer_details().num_filters() == 96)
     msg = _refused(path, net, re.escape(FACE), rf"layer<{index}>: con_:",
                    r"num_filters=128 but the net type has 96", r"byte offset \d+\)")
     offset = int(re.search(r"byte offset (\d+)\)", msg).group(1))

@@ -42,7 +42,7 @@ class Sub:
     def __init__(self, out, template=None, grad=None):
         self.output = T(out)
         self.gradient_input = T(np.zeros(np.shape(out)) if grad is None else grad)
-        self._template = template
+        self.template = template
         self.tagged = []
 
     def with_tag(self, template, out, grad=None):

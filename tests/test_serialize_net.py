@@ -87,7 +87,7 @@ def test_missing_serialize_names_the_class():
         pass
 
     net = EXAMPLE()
-    net.subnet()._details = nothing_()
+    net.subnet().set_layer_details(nothing_())
     with pytest.raises(SerializationError, match="nothing_.*no serialize"):
         to_bytes(net, "dlib")
 

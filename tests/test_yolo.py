@@ -170,7 +170,7 @@ class _fake_sub:
 
 class _level:
     def __init__(self, tag, arr):
-        self._template = tag
+        self.template = tag
         self.output = resizable_tensor(*arr.shape)
         self.output.assign(arr.astype(np.float32))
         self.grad = resizable_tensor(*arr.shape)

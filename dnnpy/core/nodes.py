@@ -33,7 +33,7 @@ def _tensor_to_str(t, min_length):
 class net_node:
     """What every network node shares."""
 
-    _template = None     # the bracket template that built this node (for layer(net, relu))
+    template = None      # the bracket template that built this node (for layer(net, relu))
     net_type = None      # the NetType this node is the top of (set by templates)
 
     # -- structure -----------------------------------------------------------------------
@@ -801,7 +801,7 @@ def layer(net, which, steps: int = 0):
     """
     if isinstance(which, (int, np.integer)) and not isinstance(which, bool):
         return _layer_at(net, int(which) + steps)
-    found = net._find(lambda n: n._template is which)
+    found = net._find(lambda n: n.template is which)
     if found is None:
         raise ValueError(f"layer(net, {which!r}): no such layer in the net")
     return _layer_at(found, steps) if steps else found

@@ -322,7 +322,7 @@ class _iskip_node(add_skip_layer):
     of the nearest ``itag0`` below, i.e. the inception block's input."""
 
     def is_my_tag(self, node):
-        return node._template is itag0
+        return node.template is itag0
 
 
 iskip = _tag_template("iskip", _iskip_node, 1000)

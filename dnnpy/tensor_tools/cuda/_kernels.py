@@ -47,10 +47,9 @@ _sum_sq_f64 = _red("T x", "(double)x * (double)x", "sum_sq_f64", out_type="float
 
 
 def _overlaps_elsewhere(a, b):
-    """True when a and b share memory but not element for element (same offset and size):
-    a kernel writing one while reading the other would race."""
-    # tensor._offset: the window start in the shared storage (tensor.py's representation)
-    return a.is_aliased_with(b) and (a._offset, a.size()) != (b._offset, b.size())
+    """True when a and b share memory but are not the same window: a kernel writing one
+    while reading the other would race."""
+    return a.overlaps_elsewhere(b)
 
 
 def _read(t, *outputs):

@@ -40,8 +40,7 @@ def _src(dest, src):
     """``src.device_read()``, copied when it partially overlaps dest (an identical window
     is fine for element-wise work: each element is read before it is written)."""
     a = src.device_read()
-    if (src is not dest and dest.is_aliased_with(src)
-            and (src._offset != dest._offset or src.shape != dest.shape)):
+    if src is not dest and dest.overlaps_elsewhere(src):
         a = a.copy()
     return a
 

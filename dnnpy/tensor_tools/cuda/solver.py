@@ -41,7 +41,7 @@ def _range(t, begin, end, write=False):
 
 def _copy_if_overlapping(dest, src, a):
     # an identical window is fine element-wise; a shifted overlap would race
-    if src is not dest and dest.is_aliased_with(src) and src._offset != dest._offset:
+    if src is not dest and dest.overlaps_elsewhere(src):
         return a.copy()
     return a
 
