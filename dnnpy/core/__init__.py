@@ -1,6 +1,7 @@
 """Network composition: dlib's ``add_layer``, ``add_tag_layer``, ``add_skip_layer``,
 ``repeat`` and ``add_loss_layer``, plus ``layer(net, i | template)`` and ``net_layers``
-(``nodes.py``, ``loss_node.py``; ``calls.py``: argument checks and errors naming layers).
+(``nodes.py``, ``add_layer.py``, ``repeat.py``, ``loss_node.py``; ``calls.py``: argument
+checks and errors naming layers).
 
 A net is a chain of nodes, top (output) first; every chain ends in an ``input_node``
 holding the input layer, the input tensor ``x`` and the gradient with respect to it.
@@ -29,6 +30,8 @@ the layer has overwritten).
 
 from .nodes import *  # noqa: F401,F403
 from .nodes import __all__ as _nodes_all
+from .add_layer import add_layer
+from .repeat import repeat_layer
 from .loss_node import add_loss_layer
 
-__all__ = [*_nodes_all, "add_loss_layer"]
+__all__ = [*_nodes_all, "add_layer", "repeat_layer", "add_loss_layer"]

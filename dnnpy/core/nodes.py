@@ -1,7 +1,7 @@
-"""The nodes a net is made of: ``net_node`` (what they share), ``input_node`` (the bottom:
-the input layer, ``x`` and its gradient), ``add_layer`` (a computational layer),
-``add_tag_layer`` / ``add_skip_layer``, ``repeat_layer``; the ``subnet_wrapper`` a layer sees
-as ``sub``; and walking a net (``layer``, ``net_layers``, ``computational_nodes``)."""
+"""What every node of a net is (``net_node``), the bottom of every chain (``input_node``:
+the input layer, ``x`` and its gradient), tags and skips, the ``subnet_wrapper`` a layer
+sees as ``sub``, and walking a net (``layer``, ``net_layers``, ``computational_nodes``).
+Computational layers are in ``add_layer.py``, ``repeat`` in ``repeat.py``."""
 
 from __future__ import annotations
 
@@ -11,11 +11,10 @@ import numpy as np
 
 from .. import tensor_tools as tt
 from ..tensor import read_only_view, resizable_tensor, tensor
-from .calls import as_gradient, as_input_tensor, blame, check_solvers, naming_layers, split
+from .calls import as_gradient, as_input_tensor, check_solvers, naming_layers, split
 
-__all__ = ["net_node", "subnet_wrapper", "wrapper_state", "input_node", "add_layer",
-           "add_tag_layer", "add_skip_layer", "repeat_layer", "layer", "input_layer",
-           "net_layers", "computational_nodes"]
+__all__ = ["net_node", "subnet_wrapper", "wrapper_state", "input_node", "add_tag_layer",
+           "add_skip_layer", "layer", "input_layer", "net_layers", "computational_nodes"]
 
 
 def _tensor_to_str(t, min_length):
@@ -34,6 +33,7 @@ class net_node:
     """What every network node shares."""
 
     template = None      # the bracket template that built this node (for layer(net, relu))
+    computational = False   # an add_layer: it has layer details with parameters and solvers
     net_type = None      # the NetType this node is the top of (set by templates)
 
     # -- structure -----------------------------------------------------------------------
@@ -72,12 +72,25 @@ class net_node:
 
     def __iter__(self):
         """The layers, top first, the input layer last (``net_layers(net)``)."""
-        return iter(net_layers(self))
+        return iter(self.layers())
+
+    def layers(self) -> list:
+        """Every layer from this node down in dlib's index order: ``layers()[i]`` is
+        ``layer<i>(net)`` (nodes, then the input layer object)."""
+        out, node = [], self
+        while node is not None:
+            out.extend(node._own_layers())
+            node = node.subnet_node()
+        return out
+
+    def _own_layers(self):
+        """The entries this node contributes to ``layers()`` (itself; a repeat its copies')."""
+        return [self]
 
     def index_of(self, node):
         """``i`` such that ``layer(self, i)`` is ``node`` (a node or the input layer object),
         or None when ``node`` is not in this net."""
-        return next((i for i, n in enumerate(net_layers(self)) if n is node), None)
+        return next((i for i, n in enumerate(self.layers()) if n is node), None)
 
     # -- running -------------------------------------------------------------------------
     def to_tensor(self, batch, data=None) -> resizable_tensor:
@@ -279,6 +292,9 @@ class input_node(net_node):
     def subnet_node(self):
         return None
 
+    def _own_layers(self):
+        return [self._input_layer]
+
     def sample_expansion_factor(self) -> int:
         return self._sample_expansion_factor
 
@@ -312,7 +328,9 @@ class input_node(net_node):
         self._sample_expansion_factor = int(sample_expansion_factor)
         self._file_output = file_output
 
-    def _set_sample_expansion_factor(self, sef):
+    def set_sample_expansion_factor(self, sef):
+        """Record the samples per input object (dlib's ``to_tensor`` does; ``repeat`` sets its
+        copies' this way)."""
         self._sample_expansion_factor = int(sef)
 
     def to_tensor(self, batch, data=None):
@@ -388,170 +406,6 @@ class input_node(net_node):
 
     def _print(self, lines, idx, min_length):
         lines.append(f"layer<{idx}>\t{self._input_layer!r}")
-
-
-class add_layer(net_node):
-    """One computational layer (``details``) stacked on ``subnet``."""
-
-    def __init__(self, details, subnet):
-        self._details = details
-        self._subnet = subnet
-        self._setup_called = False
-        self._gradient_input_is_stale = True
-        self._getters_disabled = False
-        self._x_grad = resizable_tensor()
-        self._cached_output = resizable_tensor()
-        self._params_grad = resizable_tensor()
-        self._wsub = subnet_wrapper(subnet)
-        self._inplace_capable = hasattr(details, "forward_inplace")
-        self._needs_output = bool(getattr(details, "backward_needs_output", False))
-        self._inplace = self._inplace_capable and not subnet._requires_forward_output()
-        if self._inplace:
-            subnet._disable_getters()
-
-    # -- structure -----------------------------------------------------------------------
-    def layer_details(self):
-        """The layer object (dlib's ``layer_details()``)."""
-        return self._details
-
-    def set_layer_details(self, details, setup_called=None):
-        """Replace the layer object by one of the same kind (``copy_net_as``, reading files);
-        ``setup_called`` says whether its parameters are already set up."""
-        self._details = details
-        if setup_called is not None:
-            self._setup_called = bool(setup_called)
-
-    def num_computational_layers(self) -> int:
-        return 1 + self._subnet.num_computational_layers()
-
-    def wrapper_state(self) -> wrapper_state:
-        """The add_layer's own bookkeeping (what dlib writes beside the details)."""
-        return wrapper_state(self._setup_called, self._gradient_input_is_stale,
-                             self._getters_disabled, self._x_grad, self._cached_output,
-                             self._params_grad)
-
-    def set_wrapper_state(self, state: wrapper_state):
-        """Restore what ``wrapper_state()`` returned (reading a file, copying a net)."""
-        self._setup_called = bool(state.setup_called)
-        self._gradient_input_is_stale = bool(state.gradient_input_is_stale)
-        self._getters_disabled = bool(state.getters_disabled)
-        self._x_grad = state.x_grad
-        self._cached_output = state.cached_output
-        self._params_grad = state.params_grad
-
-    def _requires_forward_output(self):
-        return self._needs_output
-
-    def _disable_getters(self):
-        self._getters_disabled = True
-
-    # -- tensors -------------------------------------------------------------------------
-    def _private_get_output(self):
-        return self._subnet._private_get_output() if self._inplace else self._cached_output
-
-    def _private_get_gradient_input(self):
-        if self._inplace:
-            return self._subnet._private_get_gradient_input()
-        if self._gradient_input_is_stale:
-            self._gradient_input_is_stale = False
-            self._x_grad.copy_size(self._private_get_output())
-            self._x_grad.fill(0)
-        return self._x_grad
-
-    def _check_getters(self, what):
-        if self._getters_disabled:
-            raise RuntimeError(
-                f"Accessing this layer's {what}() is disabled because an in-place layer has been "
-                f"stacked on top of it ({self._details!r})")
-
-    def get_output(self) -> tensor:
-        """The output of the last forward pass, as a ``read_only_view`` (valid until the next
-        pass writes it; ``.numpy()`` copies)."""
-        self._check_getters("get_output")
-        return read_only_view(self._private_get_output(), f"the output of {self._name()}")
-
-    def get_gradient_input(self) -> tensor:
-        """The gradient with respect to this layer's output: writable, ADD into it to
-        backpropagate your own gradient (as in dlib); zeroed lazily by each pass."""
-        self._check_getters("get_gradient_input")
-        return self._private_get_gradient_input()
-
-    def get_parameter_gradient(self) -> tensor:
-        """The gradient of the parameters from the last backward pass, as a
-        ``read_only_view`` (valid until the next backward pass; ``.numpy()`` copies)."""
-        return read_only_view(self._params_grad, f"the parameter gradient of {self._name()}")
-
-    # -- computation ---------------------------------------------------------------------
-    def _forward(self, x):
-        self._subnet._forward(x)
-        d = self._details
-        phase = "setup"
-        try:
-            if not self._setup_called:
-                d.setup(self._wsub)
-                self._setup_called = True
-            phase = "forward"
-            if self._inplace:
-                out = self._subnet._private_get_output()
-                d.forward_inplace(out, out)
-            elif self._inplace_capable:
-                src = self._subnet._private_get_output()
-                self._cached_output.copy_size(src)
-                d.forward_inplace(src, self._cached_output)
-            else:
-                d.forward(self._wsub, self._cached_output)
-        except Exception as e:
-            blame(e, self, phase, self._input_shape())
-            raise
-        self._gradient_input_is_stale = True
-
-    def _input_shape(self):
-        try:
-            return self._subnet._private_get_output().shape
-        except Exception:  # noqa: BLE001 - only for the message
-            return None
-
-    def _backward(self, x, gradient_input=None, zero_grads=True):
-        gi = self._private_get_gradient_input() if gradient_input is None else gradient_input
-        d = self._details
-        try:
-            self._params_grad.copy_size(d.get_layer_params())
-            if self._inplace_capable:
-                data_grad = self._wsub.get_gradient_input()
-                if self._needs_output:
-                    d.backward_inplace(self._private_get_output(), gi, data_grad, self._params_grad)
-                else:
-                    d.backward_inplace(gi, data_grad, self._params_grad)
-            elif self._needs_output:
-                d.backward(self._private_get_output(), gi, self._wsub, self._params_grad)
-            else:
-                d.backward(gi, self._wsub, self._params_grad)
-        except Exception as e:
-            blame(e, self, "backward", gi.shape)
-            raise
-        self._subnet._backward(x, zero_grads=zero_grads)
-        self._gradient_input_is_stale = zero_grads
-
-    def set_gradient_inputs_to_zero(self):
-        self._gradient_input_is_stale = True
-        self._subnet.set_gradient_inputs_to_zero()
-
-    def clean(self):
-        """Free cached outputs and gradients (outputs are recomputed by the next forward)."""
-        self._x_grad.clear()
-        self._cached_output.clear()
-        self._params_grad.clear()
-        self._gradient_input_is_stale = True
-        self._subnet.clean()
-        clean = getattr(self._details, "clean", None)
-        if clean is not None:
-            clean()
-
-    def _label(self):
-        return repr(self._details)
-
-    def _name(self):
-        return type(self._details).__name__
 
 
 class _marker_node(net_node):
@@ -638,128 +492,6 @@ class add_skip_layer(_marker_node):
         self._subnet._backward(x, zero_grads=zero_grads)
 
 
-class repeat_layer(net_node):
-    """``repeat[N, block, SUBNET]``: N copies of ``block`` stacked on ``subnet``.
-
-    ``copies[0]`` is nearest the output. Each copy is a full net whose bottom is an input
-    node fed with the output of the copy (or subnet) below it, as in dlib, so tags inside a
-    block resolve within that copy.
-    """
-
-    def __init__(self, copies, subnet):
-        if not copies:
-            raise ValueError("repeat: the number of repetitions must be > 0")
-        self.copies = list(copies)
-        self._subnet = subnet
-
-    def num_repetitions(self) -> int:
-        """N of ``repeat[N, ...]``."""
-        return len(self.copies)
-
-    def get_repeated_layer(self, i):
-        """Copy ``i`` of the block (0 is nearest the output), a net of its own."""
-        return self.copies[i]
-
-    def layers_in_each_group(self) -> int:
-        """Layers in one copy of the block."""
-        return self.copies[0].num_layers() - 1
-
-    def num_layers(self) -> int:
-        return len(self.copies) * self.layers_in_each_group() + self._subnet.num_layers()
-
-    def num_computational_layers(self) -> int:
-        return (len(self.copies) * self.copies[0].num_computational_layers()
-                + self._subnet.num_computational_layers())
-
-    def to_tensor(self, batch, data=None) -> resizable_tensor:
-        """The subnet's ``to_tensor``; then, as dlib's ``repeat::to_tensor`` (which runs each
-        copy's ``to_tensor`` on the converted data), every copy records the net's sample
-        expansion factor (written in each copy's bottom record in files)."""
-        data = self._subnet.to_tensor(batch, data)
-        self._set_copies_sample_expansion_factor(self._subnet.sample_expansion_factor())
-        return data
-
-    def _set_copies_sample_expansion_factor(self, sef):
-        for c in self.copies:
-            node = c
-            while not isinstance(node, input_node):
-                if isinstance(node, repeat_layer):  # a repeat inside the repeated block
-                    node._set_copies_sample_expansion_factor(sef)
-                node = node.subnet_node()
-            node._set_sample_expansion_factor(sef)
-
-    def _forward(self, x):
-        self._subnet._forward(x)
-        out = self._subnet._private_get_output()
-        for block in reversed(self.copies):
-            block._forward(out)
-            out = block._private_get_output()
-
-    def get_output(self):
-        """The output of the top copy."""
-        return self.copies[0].get_output()
-
-    def get_gradient_input(self):
-        """The gradient input of the top copy."""
-        return self.copies[0].get_gradient_input()
-
-    def _private_get_output(self):
-        return self.copies[0]._private_get_output()
-
-    def _private_get_gradient_input(self):
-        return self.copies[0]._private_get_gradient_input()
-
-    def _backward(self, x, gradient_input=None, zero_grads=True):
-        copies = self.copies
-        below = [c._private_get_output() for c in copies[1:]] + [self._subnet._private_get_output()]
-        gi = gradient_input
-        for block, block_input in zip(copies, below):
-            block._backward(block_input, gi, zero_grads)
-            gi = block.input_node().grad_final
-        self._subnet._backward(x, gi, zero_grads)
-
-    def _requires_forward_output(self):
-        return self.copies[0]._requires_forward_output()
-
-    def _disable_getters(self):
-        self.copies[0]._disable_getters()
-
-    def set_gradient_inputs_to_zero(self):
-        for c in self.copies:
-            c.set_gradient_inputs_to_zero()
-        self._subnet.set_gradient_inputs_to_zero()
-
-    def clean(self):
-        for c in self.copies:
-            c.clean()
-        self._subnet.clean()
-
-    def _find(self, match):
-        for c in self.copies:
-            found = c._find(match)
-            if found is not None:
-                return found
-        return self._subnet._find(match)
-
-    def _print(self, lines, idx, min_length):
-        per = self.layers_in_each_group()
-        for c in self.copies:
-            sub = []
-            c._print(sub, idx, min_length)
-            lines.extend(sub[:-1])  # the copy's input line is internal to repeat
-            idx += per
-        self._subnet._print(lines, idx, min_length)
-
-    def _label(self):
-        return f"repeat({len(self.copies)})"
-
-    def _layer(self, i):
-        per = self.layers_in_each_group()
-        if i < per * len(self.copies):
-            return layer(self.copies[i // per], i % per)
-        return layer(self._subnet, i - per * len(self.copies))
-
-
 # ----------------------------------------------------------------------------------------
 # walking a net
 
@@ -769,27 +501,14 @@ def net_layers(net) -> list:
     copies (top copy first, each without its repeat-internal input)."""
     if isinstance(net, subnet_wrapper):
         net = net.node()
-    out = []
-    node = net
-    while True:
-        if isinstance(node, repeat_layer):
-            for copy in node.copies:
-                out.extend(net_layers(copy)[:-1])
-            node = node._subnet
-        elif isinstance(node, input_node):
-            out.append(node.input_layer())
-            return out
-        elif isinstance(node, net_node):
-            out.append(node)
-            node = node._subnet
-        else:  # an input layer object given directly, or a test_layer/test_loss stand-in
-            out.append(node)
-            return out
+    if isinstance(net, net_node):
+        return net.layers()
+    return [net]   # an input layer object given directly, or a test_layer/test_loss stand-in
 
 
 def computational_nodes(net) -> list:
     """The ``add_layer`` nodes of ``net``, top first (the order solvers are stored in)."""
-    return [n for n in net_layers(net) if isinstance(n, add_layer)]
+    return [n for n in net_layers(net) if getattr(n, "computational", False)]
 
 
 def layer(net, which, steps: int = 0):
@@ -810,17 +529,17 @@ def layer(net, which, steps: int = 0):
 def _layer_at(net, i):
     if i < 0:
         raise ValueError(f"layer index must be >= 0, got {i}")
-    node, left = net, i
-    while left > 0:
-        if isinstance(node, repeat_layer):
-            return node._layer(left)
-        step = getattr(node, "subnet", None)  # nets, the sub a layer sees, test_layer's fake
+    if isinstance(net, net_node):
+        layers = net.layers()
+        if i >= len(layers):
+            raise IndexError(f"layer index {i} is past the input layer")
+        return layers[i]
+    node = net          # the sub a layer sees, test_layer's fake subnet: step down subnet()
+    for _ in range(i):
+        step = getattr(node, "subnet", None)
         if step is None:
             raise IndexError(f"layer index {i} is past the input layer")
         node = step()
-        left -= 1
-    if isinstance(node, repeat_layer):  # dlib: layer<0> of a repeat is its first copy
-        return node._layer(0)
     return node
 
 

@@ -16,23 +16,17 @@ from __future__ import annotations
 import copy
 
 from .. import tensor_tools as tt
-from ..core import add_layer, add_loss_layer, input_node, repeat_layer
+from ..core import add_layer, add_loss_layer, computational_nodes, input_node, repeat_layer
 from ..layers.affine import affine_
 from ..layers.conv import con_
 from ..layers.dropout import dropout_, multiply_
 from ..layers.activations import relu_
 from ..layers.norm import bn_, layer_norm_, rms_norm_
 from ..tensor import alias_tensor
-from .walk import count_parameters, net_layers
+from .walk import count_parameters
 
 __all__ = ["set_all_bn_running_stats_window_sizes", "disable_duplicative_biases", "fuse_layers",
            "copy_net_as"]
-
-
-def _add_layers(net):
-    """Every ``add_layer`` node of net, top first (inside repeats too), as dlib's
-    ``visit_layers`` reaches them."""
-    return [node for node in net_layers(net) if isinstance(node, add_layer)]
 
 
 def _details_below(node):
@@ -46,7 +40,7 @@ def _details_below(node):
 
 def set_all_bn_running_stats_window_sizes(net, new_window_size):
     """``set_running_stats_window_size(new_window_size)`` on every ``bn_`` layer of net."""
-    for node in _add_layers(net):
+    for node in computational_nodes(net):
         d = node.layer_details()
         if isinstance(d, bn_):
             d.set_running_stats_window_size(new_window_size)
@@ -57,7 +51,7 @@ def disable_duplicative_biases(net):
     layer (directly, or the first copy of a ``repeat``): ``disable_bias()`` on that layer and
     its bias learning-rate and weight-decay multipliers set to 0 (each where the layer has
     it). Layers on a tag, skip or the input are left alone, as in dlib."""
-    for node in _add_layers(net):
+    for node in computational_nodes(net):
         if not isinstance(node.layer_details(), (bn_, layer_norm_, rms_norm_)):
             continue
         below = _details_below(node)
@@ -150,7 +144,7 @@ def fuse_layers(net):
     if count_parameters(net) == 0:
         raise ValueError("fuse_layers: the network has to be allocated before fusing the layers "
                          "(run a forward pass first)")
-    for node in _add_layers(net):
+    for node in computational_nodes(net):
         d = node.layer_details()
         if isinstance(d, relu_):
             _fuse_relu(node)
