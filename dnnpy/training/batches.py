@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import numbers
+import warnings
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -28,6 +29,25 @@ class position(NamedTuple):
 
     who: str
     locate: Callable[[int], tuple]
+
+
+def one_batch_position(where) -> position:
+    """Names the samples of a mini-batch given to ``*_one_step`` (``where``) for errors."""
+    what = where.rsplit(".", 1)[-1]
+    return position(where, lambda j: (f"data[{j}]", f"position {j} of the mini-batch given to {what}"))
+
+
+def epoch_position(where, n, pos, end, order, mini_batch_size, epoch) -> position:
+    """Names the samples of the mini-batch ``[pos, end)`` of epoch ``epoch`` of ``train()``
+    (``order``: the epoch's shuffled order, or None) for errors."""
+    def locate(j):
+        index = pos + j if order is None else int(order[pos + j])
+        span = f"(data[{pos}:{end}]) " if order is None else ""
+        return (f"data[{index}]", f"position {j} of mini-batch {pos // mini_batch_size + 1} of "
+                                  f"{-(-n // mini_batch_size)} {span}in epoch {epoch + 1}"
+                                  + ("" if order is None else " (shuffled order)"))
+
+    return position(where, locate)
 
 
 def epoch_order(n, seed, epoch) -> np.ndarray:
@@ -116,3 +136,13 @@ def batch_norm_layer(net):
     visit_computational_layers(net, lambda i, d: found.append(f"layer<{i}> {repr(d).split()[0]}")
                                if isinstance(d, bn_) else None)
     return found[0] if found else None
+
+
+def warn_one_sample_skipped(where, bn, n, pos, mini_batch_size):
+    """The one-time warning of ``train()`` skipping a 1-sample mini-batch under ``bn``."""
+    warnings.warn(
+        f"{where}: skipping the mini-batch of 1 sample at data position {pos} ({n} samples, batch "
+        f"size {mini_batch_size}): the net has {bn}, which cannot train on one sample (batch "
+        f"normalization needs the statistics of at least 2). Such a mini-batch is skipped in "
+        f"every epoch; a batch size that does not leave 1 sample over avoids it, and "
+        f"shuffle=True at least skips a different sample each epoch.", RuntimeWarning, stacklevel=4)

@@ -10,8 +10,15 @@ loss, learning rate, samples/s, steps without progress) is redrawn in place at m
 
 from __future__ import annotations
 
+import copy
+import hashlib
 import sys
 import time
+
+from ..errors import SerializationError
+from ..serialization.net import write_net
+from ..serialization.primitives import Writer
+from ..visitors.walk import count_parameters
 
 
 def fmt(x) -> str:
@@ -134,3 +141,81 @@ def save_loss_plot(path, train_losses, test_losses=(), title="dnn_trainer loss")
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, format="png")
+
+
+def progress_text(steps, test_steps, has_test_losses, schedule_pos, schedule_len) -> str:
+    """The end of dlib's status lines: steps without apparent progress, or how much of a
+    learning-rate schedule is done."""
+    if schedule_len:
+        return f"percent complete: {100.0 * schedule_pos / schedule_len:.2f}%"
+    if not has_test_losses:
+        return f"steps without apparent progress: {steps}"
+    return f"steps without apparent progress: train={steps}, test={test_steps}"
+
+
+def _lr_and_loss(learning_rate, loss):
+    return (f"learning rate: {rpad(fmt(learning_rate), LR_PAD)}  "
+            f"average loss: {rpad(fmt(loss), STRING_PAD)}  ")
+
+
+def train_status(display, epoch, average_loss, learning_rate, progress):
+    """``train()``'s status: a live line on a terminal, dlib's plain line every 20 s elsewhere."""
+    if display.is_tty():
+        display.live(f"epoch: {epoch:.3f}  average loss: {fmt(average_loss)}  "
+                     f"learning rate: {fmt(learning_rate)}  "
+                     f"{display.samples_per_second():.0f} samples/s  {progress}")
+    elif display.plain_due(display.plain_interval):
+        display.message(f"epoch: {rpad(fmt(epoch), EPOCH_PAD)}  " + _lr_and_loss(learning_rate, average_loss)
+                        + progress)
+
+
+def epoch_line(display, epoch, learning_rate, average_loss, progress):
+    """dlib's ``Epoch: ...`` line at the end of each epoch."""
+    display.message(f"Epoch: {rpad(str(epoch), EPOCH_PAD)}  " + _lr_and_loss(learning_rate, average_loss)
+                    + progress)
+
+
+def step_status(display, steps, learning_rate, average_loss, average_test_loss, progress):
+    """dlib's ``step#: ...`` line of the ``*_one_step`` calls (with the test loss once there
+    is one)."""
+    text = f"step#: {rpad(str(steps), EPOCH_PAD)}  learning rate: {rpad(fmt(learning_rate), LR_PAD)}  "
+    if average_test_loss is None:
+        text += f"average loss: {rpad(fmt(average_loss), STRING_PAD)}  "
+    else:
+        text += (f"train loss: {rpad(fmt(average_loss), STRING_PAD)}  "
+                 f"test loss: {rpad(fmt(average_test_loss), STRING_PAD)}  ")
+    display.message(text + progress)
+
+
+def describe(trainer, net) -> str:
+    """dlib's ``operator<<(ostream, dnn_trainer)``: the net's size and architecture hash, the
+    loss, the solver and the settings (``print(trainer)``)."""
+    lines = ["dnn_trainer details: ", f"  net_type::num_layers:  {net.num_layers()}"]
+    temp = copy.deepcopy(net)
+    temp.clean()
+    try:
+        w = Writer()
+        write_net(w, temp)
+        size = f"{fmt(len(w.buffer) / 1024.0 / 1024.0)} MiB"
+    except (SerializationError, NotImplementedError) as e:
+        size = f"unknown ({type(e).__name__}: {e})"
+    num_params = count_parameters(temp)
+    lines.append(f"  net size: {size}" + (f" ({num_params} parameters)" if num_params > 0 else ""))
+    lines.append(f"  net architecture hash: {hashlib.md5(str(net.subnet()).encode()).hexdigest()}")
+    lines.append(f"  loss: {net.loss_details()!r}")
+    pad = "  {:<44}".format
+    lines.append(pad("get_train_one_step_calls():") + f"{trainer.get_train_one_step_calls()}")
+    lines.append(pad("synchronization file:") + f"{trainer.get_synchronization_file()}")
+    lines.append(pad("trainer.get_solvers()[0]:") + f"{trainer.get_solvers()[0]!r}")
+    lines.append(pad("mini batch size:") + f"{trainer.get_mini_batch_size()}")
+    if trainer.get_learning_rate_schedule().size:
+        lines.append("  using explicit user-supplied learning rate schedule")
+    else:
+        lines.append(pad("learning rate:") + fmt(trainer.get_learning_rate()))
+        lines.append(pad("learning rate shrink factor:") + fmt(trainer.get_learning_rate_shrink_factor()))
+        lines.append(pad("min learning rate:") + fmt(trainer.get_min_learning_rate()))
+        lines.append(pad("iterations without progress threshold:")
+                     + f"{trainer.get_iterations_without_progress_threshold()}")
+        lines.append(pad("test iterations without progress threshold:")
+                     + f"{trainer.get_test_iterations_without_progress_threshold()}")
+    return "\n".join(lines) + "\n"

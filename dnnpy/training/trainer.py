@@ -37,8 +37,6 @@ Counting follows dlib: ``get_train_one_step_calls()`` counts ``train_one_step`` 
 from __future__ import annotations
 
 import copy
-import hashlib
-import inspect
 import math
 import os
 import time
@@ -49,13 +47,13 @@ from datetime import timedelta
 import numpy as np
 
 from ..core import add_loss_layer
-from ..errors import SerializationError
 from ..solvers import make_solvers, sgd
 from ..statistics import (count_steps_without_decrease, count_steps_without_decrease_robust,
                          running_stats, running_stats_decayed)
 from ..templates import NetType
 from ..tensor import resizable_tensor
 from . import batches as _batches
+from . import checks
 from . import progress as _progress
 from . import sync as _sync
 from .guard import sync_guard
@@ -78,54 +76,20 @@ class TrainingDivergedError(RuntimeError):
     reloads in a row with a shrink factor of 1). The net holds the last good state."""
 
 
-def _is_unsupervised(loss) -> bool:
-    """dlib's ``training_label_type == no_label_type``: the loss takes no labels."""
-    params = inspect.signature(loss.compute_loss_value_and_gradient).parameters
-    return len(params) == 2
+def _steps_without_progress(losses, threshold):
+    """dlib's plateau test: steps without a decreasing loss, rechecked ignoring the top 10% of
+    the losses when it reaches ``threshold`` (a few bad mini-batches must not shrink the
+    learning rate)."""
+    steps = count_steps_without_decrease(losses)
+    if steps >= threshold:
+        steps = count_steps_without_decrease_robust(losses)
+    return steps
 
 
-def _positive_int(what, value):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
-        raise ValueError(f"{_NAME}.{what}: expected an integer > 0, got {value!r}")
-    return int(value)
-
-
-def _nonneg_int(what, value):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-        raise ValueError(f"{_NAME}.{what}: expected an integer >= 0, got {value!r}")
-    return int(value)
-
-
-def _positive_float(what, value):
-    value = float(value)
-    if not value > 0 or math.isinf(value):
-        raise ValueError(f"{_NAME}.{what}: expected a finite value > 0, got {value!r}")
-    return value
-
-
-def _check_sync_path(name):
-    """Refuse, at the call, a sync file that could not be written later."""
-    what = f"{_NAME}.set_synchronization_file"
-    if os.path.isdir(name):
-        raise IsADirectoryError(f"{what}: {name!r} is a folder; give a file name in it, e.g. "
-                                f"{os.path.join(name, 'trainer.sync')!r}")
-    folder = os.path.dirname(os.path.abspath(name))
-    if not os.path.isdir(folder):
-        raise FileNotFoundError(f"{what}: the folder {folder!r} of the sync file {name!r} does not "
-                                f"exist; create it first (os.makedirs)")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise PermissionError(f"{what}: cannot write in the folder {folder!r} of the sync file "
-                              f"{name!r}")
-
-
-def _check_solver(solver):
-    if isinstance(solver, type):
-        raise TypeError(f"{_NAME}: solver must be an instance such as {solver.__name__}(), got the "
-                        f"class {solver.__name__}")
-    if not callable(solver):
-        raise TypeError(f"{_NAME}: solver must be a solver instance such as sgd() or adam(), got "
-                        f"{type(solver).__name__}")
-    return solver
+def _drop_oldest(losses, count):
+    """Forget the ``count`` oldest losses (all when fewer), after a shrink."""
+    for _ in range(min(count, len(losses))):
+        losses.popleft()
 
 
 class dnn_trainer:
@@ -142,9 +106,9 @@ class dnn_trainer:
         if not isinstance(net, add_loss_layer):
             raise TypeError(f"{_NAME}: the net must end in a loss layer, got {type(net).__name__}")
         self._net = net
-        self._solver_prototype = copy.deepcopy(_check_solver(solver if solver is not None else sgd()))
+        self._solver_prototype = copy.deepcopy(checks.check_solver(solver if solver is not None else sgd()))
         self._solvers = make_solvers(net, self._solver_prototype)
-        self._unsupervised = _is_unsupervised(net.loss_details())
+        self._unsupervised = checks.is_unsupervised(net.loss_details())
         self._display = _progress.progress_display()
         self._init()
 
@@ -206,7 +170,7 @@ class dnn_trainer:
 
     def set_mini_batch_size(self, batch_size):
         """An integer > 0."""
-        self._mini_batch_size = _positive_int("set_mini_batch_size", batch_size)
+        self._mini_batch_size = checks.positive_int("set_mini_batch_size", batch_size)
 
     def get_max_num_epochs(self):
         """``train()`` runs at most this many epochs (default 10000, dlib's)."""
@@ -215,7 +179,7 @@ class dnn_trainer:
     def set_max_num_epochs(self, num):
         """An integer > 0. Without it (10000 epochs) ``train()`` in practice ends when the
         learning rate has shrunk below the minimum: three plateau shrinks from the defaults."""
-        self._max_num_epochs = _positive_int("set_max_num_epochs", num)
+        self._max_num_epochs = checks.positive_int("set_max_num_epochs", num)
 
     def be_verbose(self):
         """Print progress, saves and reloads (see ``docs/training.md``, "Verbose output")."""
@@ -232,7 +196,7 @@ class dnn_trainer:
     def set_learning_rate(self, lr):
         """Sets the learning rate; a different value resets the progress counters and loss
         histories. Clears any learning-rate schedule."""
-        lr = _positive_float("set_learning_rate", lr)
+        lr = checks.positive_float("set_learning_rate", lr)
         if self._learning_rate != lr:
             self._steps_without_progress = 0
             self._test_steps_without_progress = 0
@@ -249,7 +213,7 @@ class dnn_trainer:
 
     def set_min_learning_rate(self, lr):
         """``train()`` stops once the learning rate drops below this. Clears any schedule."""
-        lr = _positive_float("set_min_learning_rate", lr)
+        lr = checks.positive_float("set_min_learning_rate", lr)
         self._lr_schedule = []
         self._min_learning_rate = lr
 
@@ -279,7 +243,7 @@ class dnn_trainer:
     def set_iterations_without_progress_threshold(self, thresh):
         """The plateau detector's window on the training loss (default 2000 steps). Clears any
         schedule."""
-        self._iter_without_progress_thresh = _nonneg_int("set_iterations_without_progress_threshold", thresh)
+        self._iter_without_progress_thresh = checks.nonneg_int("set_iterations_without_progress_threshold", thresh)
         self._lr_schedule = []
 
     def get_iterations_without_progress_threshold(self):
@@ -293,7 +257,7 @@ class dnn_trainer:
     def set_test_iterations_without_progress_threshold(self, thresh):
         """The plateau detector's window on the ``test_one_step`` losses (default 500). Clears
         any schedule."""
-        self._test_iter_without_progress_thresh = _nonneg_int(
+        self._test_iter_without_progress_thresh = checks.nonneg_int(
             "set_test_iterations_without_progress_threshold", thresh)
         self._lr_schedule = []
 
@@ -399,7 +363,7 @@ class dnn_trainer:
         name = os.fspath(filename)
         if not name:
             raise ValueError(f"{_NAME}.set_synchronization_file: the file name is empty")
-        _check_sync_path(name)
+        checks.check_sync_path(name)
         newest = _sync.newest_syncfile(name)
         data = _sync.read_file(newest)
         if data is not None:
@@ -538,10 +502,6 @@ class dnn_trainer:
                              f"the counts must match")
         return n
 
-    def _one_batch_position(self, what):
-        return _batches.position(f"{_NAME}.{what}",
-                                 lambda j: (f"data[{j}]", f"position {j} of the mini-batch given to "
-                                                          f"{what}"))
 
     def train_one_step(self, data, labels=None):
         """One update on the mini-batch ``data`` (with ``labels`` unless the loss is
@@ -552,7 +512,7 @@ class dnn_trainer:
         n = self._check_batch("train_one_step", data, labels)
         self._print_periodic_verbose_status()
         self._sync_to_disk()
-        loss = self._train_job(data, labels, n, self._one_batch_position("train_one_step"))
+        loss = self._train_job(data, labels, n, _batches.one_batch_position(f"{_NAME}.train_one_step"))
         self._train_one_step_calls += 1
         return loss
 
@@ -563,7 +523,7 @@ class dnn_trainer:
         self._check_batch("test_one_step", data, labels)
         self._print_periodic_verbose_status()
         self._sync_to_disk()
-        loss = self._test_job(data, labels, self._one_batch_position("test_one_step"))
+        loss = self._test_job(data, labels, _batches.one_batch_position(f"{_NAME}.test_one_step"))
         self._test_one_step_calls += 1
         return loss
 
@@ -612,17 +572,16 @@ class dnn_trainer:
                     self._skip_one_sample(bn, n, pos)
                 else:
                     index = slice(pos, end) if order is None else order[pos:end]
+                    where = _batches.epoch_position(f"{_NAME}.train", n, pos, end, order,
+                                                    self._mini_batch_size, self._epoch_iteration)
                     self._train_job(_batches.take(data, index),
                                     None if labels is None else _batches.take(labels, index),
-                                    end - pos, self._epoch_position(n, pos, end, order))
+                                    end - pos, where)
                 self._epoch_pos += self._mini_batch_size
             self._epoch_pos = 0               # dlib: also when the learning rate stopped it
             if self._verbose:
-                self._display.message(
-                    f"Epoch: {_progress.rpad(str(self._epoch_iteration + 1), _progress.EPOCH_PAD)}  "
-                    f"learning rate: {_progress.rpad(_progress.fmt(self._learning_rate), _progress.LR_PAD)}  "
-                    f"average loss: {_progress.rpad(_progress.fmt(self.get_average_loss()), _progress.STRING_PAD)}  "
-                    + self._progress_text())
+                _progress.epoch_line(self._display, self._epoch_iteration + 1, self._learning_rate,
+                                     self.get_average_loss(), self._progress_text())
             self._epoch_iteration += 1
         self._sync_to_disk(True)
         self._stop_reason = self._why_stopped()
@@ -634,31 +593,11 @@ class dnn_trainer:
             return STOP_SCHEDULE_DONE
         return STOP_MIN_LEARNING_RATE
 
-    def _epoch_position(self, n, pos, end, order):
-        """Names samples of the mini-batch ``[pos, end)`` of the current epoch for errors."""
-        mbs, epoch = self._mini_batch_size, self._epoch_iteration
-
-        def locate(j):
-            index = pos + j if order is None else int(order[pos + j])
-            span = f"(data[{pos}:{end}]) " if order is None else ""
-            return (f"data[{index}]", f"position {j} of mini-batch {pos // mbs + 1} of "
-                                      f"{-(-n // mbs)} {span}in epoch {epoch + 1}"
-                                      + ("" if order is None else " (shuffled order)"))
-
-        return _batches.position(f"{_NAME}.train", locate)
-
     def _skip_one_sample(self, bn, n, pos):
         key = (n, self._mini_batch_size)
-        if key in self._warned_one_sample:
-            return
-        self._warned_one_sample.add(key)
-        warnings.warn(
-            f"{_NAME}.train: skipping the mini-batch of 1 sample at data position {pos} ({n} "
-            f"samples, batch size {self._mini_batch_size}): the net has {bn}, which cannot train "
-            f"on one sample (batch normalization needs the statistics of at least 2). Such a "
-            f"mini-batch is skipped in every epoch; a batch size that does not leave 1 sample "
-            f"over avoids it, and shuffle=True at least skips a different sample each epoch.",
-            RuntimeWarning, stacklevel=3)
+        if key not in self._warned_one_sample:
+            self._warned_one_sample.add(key)
+            _batches.warn_one_sample_skipped(f"{_NAME}.train", bn, n, pos, self._mini_batch_size)
 
     def _convert(self, data, labels, where):
         """The mini-batch as a tensor, refused if it holds NaN/inf (inputs or float labels)."""
@@ -682,17 +621,13 @@ class dnn_trainer:
                 and self._learning_rate_shrink != 1):
             # dlib's budget: the O(thresh) plateau check runs about every thresh/200 steps
             self._gradient_check_budget = 0
-            self._steps_without_progress = count_steps_without_decrease(self._previous_loss_values)
+            self._steps_without_progress = _steps_without_progress(
+                self._previous_loss_values, self._iter_without_progress_thresh)
             if self._steps_without_progress >= self._iter_without_progress_thresh:
-                # recheck ignoring the top 10% of losses: a few bad mini-batches must not
-                # shrink the learning rate
-                self._steps_without_progress = count_steps_without_decrease_robust(
-                    self._previous_loss_values)
-                if self._steps_without_progress >= self._iter_without_progress_thresh:
-                    self._learning_rate = self._learning_rate_shrink * self._learning_rate
-                    self._last_shrink = "plateau"
-                    self._steps_without_progress = 0
-                    self._drop_some_previous_loss_values()
+                self._learning_rate = self._learning_rate_shrink * self._learning_rate
+                self._last_shrink = "plateau"
+                self._steps_without_progress = 0
+                self._drop_some_previous_loss_values()
         elif self._lr_schedule:
             if self._lr_schedule_pos < len(self._lr_schedule):
                 self._learning_rate = self._lr_schedule[self._lr_schedule_pos]
@@ -706,15 +641,13 @@ class dnn_trainer:
         loss = self._net.compute_loss(x, labels)
         self._record_test_loss(loss)
         if self._learning_rate_shrink != 1:
-            self._test_steps_without_progress = count_steps_without_decrease(self._test_previous_loss_values)
+            self._test_steps_without_progress = _steps_without_progress(
+                self._test_previous_loss_values, self._test_iter_without_progress_thresh)
             if self._test_steps_without_progress >= self._test_iter_without_progress_thresh:
-                self._test_steps_without_progress = count_steps_without_decrease_robust(
-                    self._test_previous_loss_values)
-                if self._test_steps_without_progress >= self._test_iter_without_progress_thresh:
-                    self._learning_rate = self._learning_rate_shrink * self._learning_rate
-                    self._last_shrink = "plateau"
-                    self._test_steps_without_progress = 0
-                    self._drop_some_test_previous_loss_values()
+                self._learning_rate = self._learning_rate_shrink * self._learning_rate
+                self._last_shrink = "plateau"
+                self._test_steps_without_progress = 0
+                self._drop_some_test_previous_loss_values()
         return loss
 
     def _record_loss(self, loss):
@@ -736,57 +669,31 @@ class dnn_trainer:
             self._test_loss_history.append((len(self._loss_history), float(loss)))
 
     def _drop_some_previous_loss_values(self):
-        for _ in range(self._previous_loss_values_dump_amount + self._iter_without_progress_thresh // 10):
-            if not self._previous_loss_values:
-                break
-            self._previous_loss_values.popleft()
+        _drop_oldest(self._previous_loss_values,
+                     self._previous_loss_values_dump_amount + self._iter_without_progress_thresh // 10)
 
     def _drop_some_test_previous_loss_values(self):
-        for _ in range(self._test_previous_loss_values_dump_amount
-                       + self._test_iter_without_progress_thresh // 10):
-            if not self._test_previous_loss_values:
-                break
-            self._test_previous_loss_values.popleft()
+        _drop_oldest(self._test_previous_loss_values, self._test_previous_loss_values_dump_amount
+                     + self._test_iter_without_progress_thresh // 10)
 
     # ------------------------------------------------------------------------------------
     # verbose output
 
     def _progress_text(self):
-        if not self._lr_schedule:
-            if not self._test_previous_loss_values:
-                return f"steps without apparent progress: {self._steps_without_progress}"
-            return (f"steps without apparent progress: train={self._steps_without_progress}, "
-                    f"test={self._test_steps_without_progress}")
-        return f"percent complete: {100.0 * self._lr_schedule_pos / len(self._lr_schedule):.2f}%"
+        return _progress.progress_text(self._steps_without_progress, self._test_steps_without_progress,
+                                       bool(self._test_previous_loss_values), self._lr_schedule_pos,
+                                       len(self._lr_schedule))
 
     def _train_status(self, n):
-        d = self._display
-        epoch = self._epoch_iteration + self._epoch_pos / n
-        if d.is_tty():
-            d.live(f"epoch: {epoch:.3f}  average loss: {_progress.fmt(self.get_average_loss())}  "
-                   f"learning rate: {_progress.fmt(self._learning_rate)}  "
-                   f"{d.samples_per_second():.0f} samples/s  {self._progress_text()}")
-        elif d.plain_due(d.plain_interval):
-            d.message(f"epoch: {_progress.rpad(_progress.fmt(epoch), _progress.EPOCH_PAD)}  "
-                      f"learning rate: {_progress.rpad(_progress.fmt(self._learning_rate), _progress.LR_PAD)}  "
-                      f"average loss: {_progress.rpad(_progress.fmt(self.get_average_loss()), _progress.STRING_PAD)}  "
-                      + self._progress_text())
+        _progress.train_status(self._display, self._epoch_iteration + self._epoch_pos / n,
+                               self.get_average_loss(), self._learning_rate, self._progress_text())
 
     def _print_periodic_verbose_status(self):
-        if not self._verbose:
-            return
-        d = self._display
-        if not d.plain_due(d.step_interval):
-            return
-        text = (f"step#: {_progress.rpad(str(self._train_one_step_calls), _progress.EPOCH_PAD)}  "
-                f"learning rate: {_progress.rpad(_progress.fmt(self._learning_rate), _progress.LR_PAD)}  ")
-        if not self._test_previous_loss_values:
-            text += f"average loss: {_progress.rpad(_progress.fmt(self.get_average_loss()), _progress.STRING_PAD)}  "
-        else:
-            text += (f"train loss: {_progress.rpad(_progress.fmt(self.get_average_loss()), _progress.STRING_PAD)}  "
-                     f"test loss: {_progress.rpad(_progress.fmt(self.get_average_test_loss()), _progress.STRING_PAD)}  ")
-        d.message(text + self._progress_text())
-        self.clear_average_loss()
+        if self._verbose and self._display.plain_due(self._display.step_interval):
+            test = self.get_average_test_loss() if self._test_previous_loss_values else None
+            _progress.step_status(self._display, self._train_one_step_calls, self._learning_rate,
+                                  self.get_average_loss(), test, self._progress_text())
+            self.clear_average_loss()
 
     def _say(self, text):
         if self._verbose:
@@ -796,40 +703,7 @@ class dnn_trainer:
 
     def __str__(self):
         """dlib's ``operator<<(ostream, dnn_trainer)``."""
-        from ..visitors.walk import count_parameters
-
-        net = self._net
-        lines = ["dnn_trainer details: ", f"  net_type::num_layers:  {net.num_layers()}"]
-        temp = copy.deepcopy(net)
-        temp.clean()
-        try:
-            from ..serialization.net import write_net
-            from ..serialization.primitives import Writer
-            w = Writer()
-            write_net(w, temp)
-            size = f"{_progress.fmt(len(w.buffer) / 1024.0 / 1024.0)} MiB"
-        except (ImportError, SerializationError, NotImplementedError) as e:
-            size = f"unknown ({type(e).__name__}: {e})"
-        num_params = count_parameters(temp)
-        lines.append(f"  net size: {size}" + (f" ({num_params} parameters)" if num_params > 0 else ""))
-        arch = hashlib.md5(str(net.subnet()).encode()).hexdigest()
-        lines.append(f"  net architecture hash: {arch}")
-        lines.append(f"  loss: {net.loss_details()!r}")
-        pad = "  {:<44}".format
-        lines.append(pad("get_train_one_step_calls():") + f"{self._train_one_step_calls}")
-        lines.append(pad("synchronization file:") + f"{self._guard.filename}")
-        lines.append(pad("trainer.get_solvers()[0]:") + f"{self._solvers[0]!r}")
-        lines.append(pad("mini batch size:") + f"{self._mini_batch_size}")
-        if self._lr_schedule:
-            lines.append("  using explicit user-supplied learning rate schedule")
-        else:
-            lines.append(pad("learning rate:") + _progress.fmt(self._learning_rate))
-            lines.append(pad("learning rate shrink factor:") + _progress.fmt(self._learning_rate_shrink))
-            lines.append(pad("min learning rate:") + _progress.fmt(self._min_learning_rate))
-            lines.append(pad("iterations without progress threshold:") + f"{self._iter_without_progress_thresh}")
-            lines.append(pad("test iterations without progress threshold:")
-                         + f"{self._test_iter_without_progress_thresh}")
-        return "\n".join(lines) + "\n"
+        return _progress.describe(self, self._net)
 
     def __repr__(self):
         """``<dnn_trainer of NET_TYPE>``; ``print(trainer)`` gives dlib's details."""
