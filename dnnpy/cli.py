@@ -40,6 +40,22 @@ import sys
 
 import numpy as np
 
+import dnnpy
+
+from . import __version__, layers
+from .core import net_node
+from .errors import SerializationError
+from .layers.base import computational_layer
+from .parsing import net_type_from_string
+from .serialization.files import (deserialize, load, not_a_net_reason, read_header, read_source,
+                                  solver_classes, to_bytes)
+from .serialization.primitives import Reader
+from .templates import skip_templates, tag_templates
+from .testing import test_layer
+from .training import sync
+from .training.trainer import dnn_trainer
+from .visitors import count_parameters
+
 __all__ = ["main", "parse_layer_expression"]
 
 
@@ -47,8 +63,6 @@ __all__ = ["main", "parse_layer_expression"]
 # layer expressions, without eval
 
 def _is_layer_class(obj):
-    from .layers.base import computational_layer
-
     if not inspect.isclass(obj) or obj is computational_layer:
         return False
     if issubclass(obj, computational_layer):
@@ -59,8 +73,6 @@ def _is_layer_class(obj):
 
 def _layer_classes(modules=()):
     """Classes a layer expression may call: the given modules' first, then dnnpy's."""
-    from . import layers
-
     out = {}
     for name in layers.__all__:
         obj = getattr(layers, name, None)
@@ -77,9 +89,6 @@ def _layer_classes(modules=()):
 def _named_values(modules=()):
     """Names an argument may use: tag/skip templates and numeric constants (dnnpy's, and
     the given modules' upper-case ones)."""
-    import dnnpy
-    from .templates import skip_templates, tag_templates
-
     names = {}
     for source in (dnnpy, *modules):
         for n, v in vars(source).items():
@@ -178,9 +187,6 @@ def _mb(n):
 
 def _byte_breakdown(net, file_bytes, out):
     """Where a net's bytes go: learnable parameters, cached tensors, the rest."""
-    from .serialization.files import to_bytes
-    from .visitors import count_parameters
-
     try:
         whole = len(to_bytes(net, "dlib", clean=False))
         cleaned = len(to_bytes(net, "dlib", clean=True))
@@ -197,8 +203,6 @@ def _byte_breakdown(net, file_bytes, out):
 
 
 def _describe_net(net, file_bytes, out):
-    from .visitors import count_parameters
-
     print(f"net type: {net.net_type!r}", file=out)
     print(str(net), end="", file=out)
     print(f"parameters: {count_parameters(net)}", file=out)
@@ -209,11 +213,6 @@ def _sync_state(data, name, expr):
     """Decode a trainer sync file with the trainer's own reader (``training.sync``'s
     ``decode_state`` and a ``dnn_trainer`` built for the file's net type), trying each solver
     type. Returns ``(trainer, state dict)``."""
-    from .errors import SerializationError
-    from .serialization.files import solver_classes
-    from .parsing import net_type_from_string
-    from .training import sync
-    from .training.trainer import dnn_trainer
 
     try:
         net_type = net_type_from_string(expr)
@@ -274,19 +273,12 @@ def _describe_sync(data, name, expr, out):
         print(f"solver: {solvers[0]!r} (one per computational layer: {len(solvers)})", file=out)
     net = trainer.get_net()
     print(str(net), end="", file=out)
-    from .visitors import count_parameters
 
     print(f"parameters: {count_parameters(net)}", file=out)
     print(f"file: {_mb(len(data))}", file=out)
 
 
 def _info(args, out):
-    from .core import net_node
-    from .errors import SerializationError
-    from .serialization.files import not_a_net_reason, read_source, deserialize, load, read_header
-    from .serialization.primitives import Reader
-    from .parsing import net_type_from_string
-
     data, _ = read_source(args.file)
     header = read_header(Reader(data, args.file))
     if header is not None and header[0] == "dnn_trainer":
@@ -331,8 +323,6 @@ _SHAPE_HINT = ("this layer may need particular input shapes: pass --input-shape 
 
 
 def _test_layer(args, out, modules):
-    from .testing import test_layer
-
     layer = parse_layer_expression(args.layer, modules)
     dtype = np.dtype(args.dtype)
     try:
@@ -361,8 +351,6 @@ def _test_layer(args, out, modules):
 # ----------------------------------------------------------------------------------------
 
 def _parser():
-    from . import __version__
-
     p = argparse.ArgumentParser(prog="dnnpy", description="dnnpy: dlib's dnn in Python")
     p.add_argument("--version", action="version", version=f"dnnpy {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
@@ -388,8 +376,6 @@ def _parser():
 
 
 def main(argv=None) -> int:
-    from .errors import SerializationError
-
     args = _parser().parse_args(argv)
     try:
         modules = [import_module(m) for m in args.imports]

@@ -29,6 +29,7 @@ from .inputs import input_rgb_image_pyramid, input_rgb_image_sized, pyramid_down
 from .layers import (add_prev1, add_prev2, affine, avg_pool, avg_pool_everything, con, fc_no_bias,
                      max_pool, relu)
 from .loss import loss_metric, loss_mmod
+from .serialization import deserialize
 from .templates import skip_templates, tag_templates
 
 __all__ = ["face_recognition_resnet_v1", "mmod_face_detector", "load_face_recognition_model",
@@ -125,8 +126,6 @@ def dlib_model_path(filename):
 
 
 def _load(net_type, path, filename):
-    from .serialization import deserialize  # late: serialization imports the layer packages
-
     net = net_type()
     deserialize(dlib_model_path(filename) if path is None else os.fspath(path), net)
     return net

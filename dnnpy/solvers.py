@@ -16,6 +16,9 @@ import numpy as np
 
 from . import tensor_tools as tt
 from .layers.base import get_learning_rate_multiplier, get_weight_decay_multiplier
+from .layers.conv import con_, cont_
+from .layers.fc import FC_HAS_BIAS, fc_
+from .layers.norm import bn_
 from .tensor import resizable_tensor
 
 __all__ = ["sgd", "adam", "make_solvers"]
@@ -23,10 +26,6 @@ __all__ = ["sgd", "adam", "make_solvers"]
 
 def _bias_offset(details, size):
     """Where dlib's solver overloads put the bias block of a layer, or None."""
-    from .layers.conv import con_, cont_
-    from .layers.fc import FC_HAS_BIAS, fc_
-    from .layers.norm import bn_
-
     if isinstance(details, fc_) and details.get_bias_mode() == FC_HAS_BIAS:
         return size - details.get_num_outputs()
     if isinstance(details, (con_, cont_)):

@@ -58,6 +58,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import tensor_tools as tt
+from .layers.base import computational_layer, seeded_initialisation
+from .templates import tag_templates
 from .tensor import default_dtype, resizable_tensor
 
 __all__ = ["test_layer", "layer_test_results", "replaying_rand", "EPS_VALUES"]
@@ -216,8 +218,6 @@ class _fake_subnet:
         return None
 
     def _find(self, match):
-        from .templates import tag_templates
-
         if match(self):
             return self
         for i, tag in enumerate(tag_templates):
@@ -465,14 +465,8 @@ class _run:
 def _parameter_seed(seed):
     """Parameters drawn by ``setup`` come from a generator seeded with ``seed`` (the global
     one is restored after), so a test_layer result does not depend on what ran before."""
-    from .layers import base
-
-    saved = base._rng
-    base._rng = np.random.default_rng(seed)
-    try:
+    with seeded_initialisation(seed):
         yield
-    finally:
-        base._rng = saved
 
 
 def _tagged_shape_function(tagged_shape):
@@ -486,8 +480,6 @@ def _tagged_shape_function(tagged_shape):
 
 def _contract_problem(layer):
     """A message when ``layer`` cannot be a computational layer at all, else None."""
-    from .layers.base import computational_layer
-
     if isinstance(layer, computational_layer) and "params" not in vars(layer) \
             and type(layer).get_layer_params is computational_layer.get_layer_params:
         return (f"{type(layer).__name__} has no `params`: its __init__ must call "

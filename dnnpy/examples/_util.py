@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
+import dnnpy
+
 DEFAULT_OUT = "dnnpy_example_output"
 
 
@@ -32,8 +34,6 @@ def out_dir(path) -> Path:
 def make_trainer(net, solver, learning_rate, mini_batch_size, max_epochs, verbose,
                  min_learning_rate=1e-5):
     """A ``dnnpy.dnn_trainer`` configured the way dlib's examples do it."""
-    import dnnpy
-
     trainer = dnnpy.dnn_trainer(net, solver)
     trainer.set_learning_rate(learning_rate)
     trainer.set_min_learning_rate(min_learning_rate)

@@ -12,6 +12,7 @@ gradient_input, sub, params_grad)`` or ``forward_inplace(input, output)`` +
 
 from __future__ import annotations
 
+import contextlib
 import numbers
 
 import numpy as np
@@ -20,6 +21,7 @@ from ..printing import xml_num
 from ..tensor import resizable_tensor
 
 __all__ = ["computational_layer", "with_multipliers", "randomize_parameters", "set_random_seed",
+           "seeded_initialisation",
            "get_learning_rate_multiplier", "get_weight_decay_multiplier",
            "get_bias_learning_rate_multiplier", "get_bias_weight_decay_multiplier"]
 
@@ -32,6 +34,18 @@ def set_random_seed(seed):
     """Reseed the generator used to initialise layer parameters."""
     global _rng
     _rng = np.random.default_rng(seed)
+
+
+@contextlib.contextmanager
+def seeded_initialisation(seed):
+    """Inside the block, parameters are initialised from a generator seeded with ``seed``;
+    the generator in use before is restored after (test_layer's reproducible setups)."""
+    global _rng
+    saved, _rng = _rng, np.random.default_rng(seed)
+    try:
+        yield
+    finally:
+        _rng = saved
 
 
 def randomize_parameters(params, fan_in_plus_fan_out):

@@ -40,6 +40,8 @@ import time
 import zlib
 
 from ..core import net_node
+from ..parsing import net_type_from_string
+from ..templates import NetType, repeat
 from ..solvers import adam, sgd
 from ..errors import SerializationError
 from .net import _adopt, read_net_staged, read_object, write_net, write_object
@@ -527,8 +529,6 @@ def _node_count(net_type, cap):
     """The number of wrapper nodes ``net_type()`` builds (each ``repeat`` copy counted), or
     some number above ``cap`` as soon as it exceeds it: a repeat count in a corrupted or
     hostile header must not make ``load`` build millions of layers before the read fails."""
-    from ..templates import NetType, repeat
-
     count = 0
     while isinstance(net_type, NetType):
         count += 1
@@ -546,8 +546,6 @@ def load(path_or_file):
     ``eval``), a solver or a list of solvers. ``path_or_file``: a path, a binary file object,
     or the file's bytes. A net with layers of your own needs the module that defines them
     imported first (its templates register their names)."""
-    from ..parsing import net_type_from_string
-
     data, name = read_source(path_or_file)
     r = Reader(data, name)
     header = read_header(r)

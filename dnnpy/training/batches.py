@@ -18,7 +18,9 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
+from ..layers.norm import bn_
 from ..tensor import resizable_tensor
+from ..visitors.walk import visit_computational_layers
 
 
 class position(NamedTuple):
@@ -129,9 +131,6 @@ def check_labels(pos: position, labels):
 
 def batch_norm_layer(net):
     """``"layer<i> bn_con"`` for the first ``bn_`` layer of ``net``, or None."""
-    from ..layers.norm import bn_
-    from ..visitors.walk import visit_computational_layers
-
     found = []
     visit_computational_layers(net, lambda i, d: found.append(f"layer<{i}> {repr(d).split()[0]}")
                                if isinstance(d, bn_) else None)

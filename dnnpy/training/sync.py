@@ -38,17 +38,14 @@ import os
 import numpy as np
 
 from ..errors import SerializationError
+from ..serialization import files
+from ..serialization import net as net_io
 from ..serialization.primitives import Reader, Writer
 from ..statistics import running_stats, running_stats_decayed
 
 KIND = "dnn_trainer"
 DLIB_TRAINER_VERSION = 13
 EXTENSION_VERSION = 4
-
-
-def _io():
-    from ..serialization import files, net
-    return net, files
 
 
 def net_type_expr(net) -> str:
@@ -119,7 +116,6 @@ def _rate(r, what):
 
 def encode_state(t) -> bytes:
     """The whole state of dnn_trainer ``t`` as sync-file bytes."""
-    net_io, files = _io()
     expr = net_type_expr(t._net)
     w = Writer()
     w.int(DLIB_TRAINER_VERSION)
@@ -165,7 +161,6 @@ def encode_state(t) -> bytes:
 
 def read_header(r, expected_type):
     """Check the magic, kind and net type; ``expected_type`` is ``repr`` of the trainer's net type."""
-    _, files = _io()
     header = files.read_header(r)   # magic, version; length and checksum (version 2)
     if header is None:
         raise r.error(f"expected a dnnpy trainer sync file (magic {files.MAGIC!r}); this is not one", 0)
@@ -182,7 +177,6 @@ def decode_state(data, what, t) -> dict:
     """Parse sync-file bytes for trainer ``t`` into a dict of fields (plus ``commit_net`` and
     ``commit_solvers``, functions that move the staged net and solver states into ``t._net``
     and ``t._solvers``); nothing of ``t`` changes. Every problem raises ``SerializationError``."""
-    net_io, files = _io()
     r = Reader(data, what)
     try:
         read_header(r, net_type_expr(t._net))
@@ -302,5 +296,4 @@ def read_file(path):
 
 def atomic_write(path, data):
     """Atomic save (temp file in the same directory, fsync, rename): dnnpy's one implementation."""
-    _, files = _io()
     files.atomic_write(path, data)

@@ -52,6 +52,7 @@ from ..statistics import (count_steps_without_decrease, count_steps_without_decr
                          running_stats, running_stats_decayed)
 from ..templates import NetType
 from ..tensor import resizable_tensor
+from ..visitors.walk import visit_layer_parameters
 from . import batches as _batches
 from . import checks
 from . import progress as _progress
@@ -396,8 +397,6 @@ class dnn_trainer:
             setattr(self, "_" + key, value)
 
     def _params_finite(self) -> bool:
-        from ..visitors.walk import visit_layer_parameters
-
         ok = True
 
         def check(t):
