@@ -21,8 +21,8 @@ import numbers
 
 import numpy as np
 
-from .base import (_input_matrix, _input_template, _stack_images, check_rgb_batch,
-                   image_space_identity, input_layer, rgb_averages, safe_cast, write_rgb_planar)
+from .base import (_input_matrix, _input_template, image_space_identity, input_layer,
+                   rgb_averages, rgb_images_to_tensor, safe_cast)
 
 __all__ = ["input_rgb_image_sized", "input_rgb_image_pair", "input_array", "input_array2d"]
 
@@ -90,10 +90,7 @@ class _input_rgb_image_sized(rgb_averages, image_space_identity, input_layer):
                 raise ValueError(
                     f"{self.type_expr()}.to_tensor: all input images must have {self.NR} rows and "
                     f"{self.NC} columns, but input {i} has {got}")
-        imgs = _stack_images(self, items, 3, "an H x W x 3 uint8 RGB image", np.uint8)
-        check_rgb_batch(self, imgs)
-        data.set_size(imgs.shape[0], 3, self.NR, self.NC)
-        write_rgb_planar(data.host_write_only(), imgs, (self.avg_red, self.avg_green, self.avg_blue))
+        rgb_images_to_tensor(self, items, data, (self.avg_red, self.avg_green, self.avg_blue))
 
     def serialize(self, w):
         w.string("input_rgb_image_sized")
@@ -161,11 +158,8 @@ class input_rgb_image_pair(rgb_averages, image_space_identity, input_layer):
                     f"{self!r}.to_tensor: all images must have one size; the first image of input 0 "
                     f"has shape {firsts[0].shape}, input {i} has shapes {firsts[-1].shape} (first) "
                     f"and {seconds[-1].shape} (second)")
-        imgs = _stack_images(self, firsts + seconds, 3, "an H x W x 3 uint8 RGB image", np.uint8)
-        check_rgb_batch(self, imgs)
-        _, nr, nc, _ = imgs.shape
-        data.set_size(imgs.shape[0], 3, nr, nc)
-        write_rgb_planar(data.host_write_only(), imgs, (self.avg_red, self.avg_green, self.avg_blue))
+        rgb_images_to_tensor(self, firsts + seconds, data,
+                             (self.avg_red, self.avg_green, self.avg_blue))
 
     def serialize(self, w):
         w.string("input_rgb_image_pair")

@@ -505,14 +505,18 @@ def _read_into(r, obj, header):
     return obj
 
 
+def _refuse_plainly_not_a_net(data, name):
+    plainly = not_a_net_reason(data)
+    if plainly:
+        raise SerializationError(f"{name}: {plainly}")
+
+
 def from_bytes(data, obj, what="bytes"):
     """Read ``data`` (either format) into ``obj``; the whole input must be consumed."""
     r = Reader(data, what)
     header = read_header(r)
     if header is None:
-        plainly = not_a_net_reason(data)
-        if plainly:
-            raise SerializationError(f"{what}: {plainly}")
+        _refuse_plainly_not_a_net(data, what)
     return _read_into(r, obj, header)
 
 
@@ -550,9 +554,7 @@ def load(path_or_file):
     r = Reader(data, name)
     header = read_header(r)
     if header is None:
-        plainly = not_a_net_reason(data)
-        if plainly:
-            raise SerializationError(f"{name}: {plainly}")
+        _refuse_plainly_not_a_net(data, name)
         text = " (it looks like a text file)" if _looks_like_text(data) else ""
         raise SerializationError(f"{name}: no dnnpy header: a dlib-format file, or not a net "
                                  f"file{text}. A dlib-format file does not say its net type: build "
