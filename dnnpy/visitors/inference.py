@@ -21,6 +21,7 @@ second, "testing" net type with ``affine`` for ``bn_con``/``bn_fc`` and ``multip
 from __future__ import annotations
 
 from ..core import computational_nodes
+from ..core.calls import split
 from ..layers.affine import affine
 from ..layers.dropout import dropout_, multiply, multiply_
 from ..layers.norm import bn_
@@ -78,11 +79,9 @@ def recompute_bn_running_stats(net, data, batch_size=64):
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 2:
         raise ValueError(f"recompute_bn_running_stats: batch_size must be an integer >= 2 (bn "
                          f"needs two samples for batch statistics), got {batch_size!r}")
-    n = len(data)
-    pieces = [data[i:i + batch_size] for i in range(0, n, batch_size)]
-    pieces = [p for p in pieces if len(p) > 1]
+    pieces = [p for p in split(data, batch_size) if len(p) > 1]
     if not pieces:
-        raise ValueError(f"recompute_bn_running_stats: need at least 2 input objects, got {n}")
+        raise ValueError(f"recompute_bn_running_stats: need at least 2 input objects, got {len(data)}")
     nodes = computational_nodes(net)
     bns = [node.layer_details() for node in nodes if isinstance(node.layer_details(), bn_)]
     if not bns:
