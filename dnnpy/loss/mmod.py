@@ -105,10 +105,11 @@ def _warn(msg):
     warnings.warn(msg, stacklevel=3)
 
 
-def _greedy_nms(dets, max_dets, overlaps_nms, keep):
+def _greedy_nms(dets, max_dets, overlaps_nms, keep, rect_of=lambda det: det.rect):
     """dlib's greedy non-max suppression over ``dets`` (best first): each detection not
     suppressed by an earlier kept one is offered to ``keep(det)``; a kept one (True) counts
-    toward ``max_dets`` and suppresses the later detections it overlaps."""
+    toward ``max_dets`` and suppresses the later detections that overlap its ``rect_of(det)``
+    (the box itself; to_label's boxes after bounding-box regression)."""
     kept = 0
     suppressed = np.zeros(len(dets), dtype=bool)
     for d in range(len(dets)):
@@ -119,7 +120,7 @@ def _greedy_nms(dets, max_dets, overlaps_nms, keep):
         det = dets[d]
         if keep(det):
             kept += 1
-            suppressed |= dets.overlapping(det.rect, overlaps_nms)
+            suppressed |= dets.overlapping(rect_of(det), overlaps_nms)
 
 
 class loss_mmod_(loss_layer):
@@ -216,18 +217,16 @@ class loss_mmod_(loss_layer):
         out = self._check(x, sub)
         data = np.asarray(out.host_read())
         labels = []
+        windows = self._options.detector_windows
         for i in range(out.num_samples()):
             final = []
+
+            def keep(det):
+                final.append(mmod_rect(det.rect_bbr, det.confidence, label=windows[det.channel].label))
+                return True
+
             dets = self._tensor_to_dets(x, data[i], sub, adjust_threshold)
-            suppressed = np.zeros(len(dets), dtype=bool)
-            for j in range(len(dets)):
-                if suppressed[j]:  # overlaps an earlier kept detection (NMS)
-                    continue
-                det = dets[j]
-                kept = mmod_rect(det.rect_bbr, det.confidence,
-                                 label=self._options.detector_windows[det.channel].label)
-                final.append(kept)
-                suppressed |= dets.overlapping(kept.rect, self._options.overlaps_nms)
+            _greedy_nms(dets, len(dets), self._options.overlaps_nms, keep, rect_of=lambda det: det.rect_bbr)
             labels.append(final)
         return labels
 
