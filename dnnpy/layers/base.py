@@ -138,25 +138,23 @@ class with_multipliers:
     def set_bias_weight_decay_multiplier(self, val):
         self.bias_weight_decay_multiplier = float(val)
 
-    def _multipliers_str(self, use_bias=True):
-        s = (f" learning_rate_mult={fmt(self.learning_rate_multiplier)}"
-             f" weight_decay_mult={fmt(self.weight_decay_multiplier)}")
+    def _multipliers(self, use_bias):
+        """``[(name, value)]`` of the multipliers dlib prints (the bias ones when in use)."""
+        pairs = [("learning_rate_mult", self.learning_rate_multiplier),
+                 ("weight_decay_mult", self.weight_decay_multiplier)]
         if use_bias:
-            s += (f" bias_learning_rate_mult={fmt(self.bias_learning_rate_multiplier)}"
-                  f" bias_weight_decay_mult={fmt(self.bias_weight_decay_multiplier)}")
-        else:
-            s += " use_bias=false"
-        return s
+            pairs += [("bias_learning_rate_mult", self.bias_learning_rate_multiplier),
+                      ("bias_weight_decay_mult", self.bias_weight_decay_multiplier)]
+        return pairs
 
+    def _multipliers_str(self, use_bias=True):
+        """The multipliers as dlib's ``operator<<`` prints them."""
+        s = "".join(f" {name}={fmt(v)}" for name, v in self._multipliers(use_bias))
+        return s if use_bias else s + " use_bias=false"
 
     def _multipliers_xml(self, use_bias=True):
         """The multipliers as dlib's ``to_xml`` writes them (precision 9)."""
-        s = (f" learning_rate_mult='{xml_num(self.learning_rate_multiplier)}'"
-             f" weight_decay_mult='{xml_num(self.weight_decay_multiplier)}'")
-        if use_bias:
-            s += (f" bias_learning_rate_mult='{xml_num(self.bias_learning_rate_multiplier)}'"
-                  f" bias_weight_decay_mult='{xml_num(self.bias_weight_decay_multiplier)}'")
-        return s
+        return "".join(f" {name}='{xml_num(v)}'" for name, v in self._multipliers(use_bias))
 
 
 def _multiplier_getter(name):
