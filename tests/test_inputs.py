@@ -7,7 +7,7 @@ import pytest
 from dnnpy import (fc, input, input_array, input_array2d, input_rgb_image, input_rgb_image_pair,
                    input_rgb_image_sized, input_tensor, net_type_from_string, relu)
 from dnnpy.tensor import default_dtype, resizable_tensor
-from dnnpy import fc, loss_mean_squared_multioutput
+from dnnpy import loss_mean_squared_multioutput
 
 AVG = (122.782, 117.001, 104.298)
 

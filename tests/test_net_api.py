@@ -45,6 +45,7 @@ def test_views_refuse_to_be_read_after_the_next_pass(rng):
         with pytest.raises(StaleTensorError):
             np.asarray(view)
     assert not np.array_equal(kept_out, net.subnet().get_output().numpy())
+    assert not np.array_equal(kept_grad, layer(net, 1).get_parameter_gradient().numpy())
     assert np.array_equal(copied, kept_out)                       # np.asarray copies
     with pytest.raises(TypeError, match="read-only"):
         net.subnet().get_output().host()[...] = 0
