@@ -15,10 +15,11 @@ from __future__ import annotations
 
 from ._twins import join_modules as _join_modules
 from .backend import backend_name, force_cpu, use_cuda
+from .cpu.onednn import force_numpy
 from .conv import tensor_conv
 from .info import backend_info
 
-__all__ = ["use_cuda", "force_cpu", "backend_name", "backend_info", "tensor_conv"]
+__all__ = ["use_cuda", "force_cpu", "force_numpy", "backend_name", "backend_info", "tensor_conv"]
 
 # Ops are grouped by concept, one dispatcher module each (the twins mirror the grouping in
 # cpu/<concept>.py and cuda/<concept>.py; ops.py holds the core ones). Every module's __all__

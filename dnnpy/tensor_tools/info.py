@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 
 from . import backend as _backend_module
+from .cpu import onednn as _onednn
 
 __all__ = ["backend_info"]
 
@@ -87,6 +88,16 @@ def _report(info):
             lines.append(f"  cuDNN {info['cudnn_version']}: {info['cudnn_path']}")
         else:
             lines.append(f"  cuDNN: not found ({info.get('cudnn_error', 'unknown reason')})")
+    one = info.get("onednn")
+    if one is not None:
+        if one["used"]:
+            lines.append(f"  CPU twin: numpy + oneDNN {one['version']} ({one['isa']}, "
+                         f"{one['threads']} OpenMP threads): {one['path']}")
+        else:
+            lines.append(f"  CPU twin: numpy only; oneDNN not used: {one['reason']}")
+        if one.get("fallbacks"):
+            lines.append(f"  oneDNN refused (numpy ran): {', '.join(one['fallbacks'][:5])}"
+                         f"{' ...' if len(one['fallbacks']) > 5 else ''}")
     for e in info.get("errors", []):
         lines.append(f"  ({e})")
     return "\n".join(lines)
@@ -101,6 +112,10 @@ def backend_info(print_report: bool = True) -> dict:
     (CUDA's integer form, 0 when there is no driver), ``cudnn_path``, ``cudnn_version``
     (``cudnn_error`` when it cannot be loaded); on the CUDA backend also ``device_id``,
     ``device_name``, ``compute_capability``, ``memory_free_bytes``, ``memory_total_bytes``.
+    ``onednn`` describes the CPU twin's oneDNN path: ``used``, ``reason`` (why not),
+    ``disabled_by_env`` (``DNNPY_DISABLE_ONEDNN``), and when used ``path``, ``version``,
+    ``isa`` (the instruction set its kernels run), ``threads``; ``fallbacks`` lists the
+    cases oneDNN refused and numpy ran.
     The backend reported is the process-wide choice (a ``force_cpu()`` block is ignored).
     """
     import numpy
@@ -112,6 +127,7 @@ def backend_info(print_report: bool = True) -> dict:
             "numpy": numpy.__version__}
     if not disabled:
         _cuda_details(info)
+    info["onednn"] = _onednn.info()
     if print_report:
         print(_report(info), file=sys.stdout)
     return info

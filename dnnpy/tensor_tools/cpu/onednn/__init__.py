@@ -1,0 +1,24 @@
+"""oneDNN under the numpy twin: the CPU twin's accelerator for float32 convolutions,
+pooling, ReLU, batch norm and matrix products (issue 12; docs/performance.md).
+
+The numpy twin stays the complete reference: float64, other platforms, and every case
+oneDNN refuses run there. Each op entry point here has the twin's signature and returns
+True when oneDNN did the work, False when the caller must run numpy (oneDNN unusable or
+turned off, a dtype other than float32, a case it does not support). The CPU twin calls
+them first: ``if onednn.conv_forward(...): return``.
+
+oneDNN is used iff ``DNNPY_DISABLE_ONEDNN`` is unset or false and ``_loader`` finds a usable
+oneDNN 3.x (the ``onednn`` extra, Linux x86-64). The decision is made at the first op, never
+at ``import dnnpy``. When the library is installed but unusable (wrong version, libgomp
+missing, no AVX2), one ``RuntimeWarning`` names the reason and numpy runs; ``info()`` keeps
+it for ``backend_info()``. A case oneDNN refuses for one shape is logged once (logger
+``dnnpy.onednn``, level INFO) and listed in ``info()["fallbacks"]``.
+"""
+
+from __future__ import annotations
+
+from ._state import (active, available, force_numpy, get_num_threads, info, isa_name,
+                     note_fallback, set_num_threads)
+
+__all__ = ["active", "available", "force_numpy", "info", "note_fallback", "set_num_threads",
+           "get_num_threads", "isa_name"]

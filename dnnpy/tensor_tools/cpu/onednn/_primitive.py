@@ -1,0 +1,256 @@
+"""The pieces every oneDNN op is built from: the engine and per-thread streams, memory
+descriptors, attributes with post-ops, primitives with their memory objects, reorders,
+and the per-thread cache of prepared primitives.
+
+A ``Primitive`` is created once per shape (oneDNN JIT-compiles it: 0.2-3 ms) and kept in a
+``Cache``; a call only re-points the data handles of its memory objects at the numpy
+buffers and executes (about 10 us of Python and ctypes). Memory objects are never created
+with a NULL handle and executed: oneDNN does not check and the process would die.
+
+Threads: the memory objects of a primitive carry per-call state (their data handles), so
+caches and streams are per thread; the engine is shared.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from collections import OrderedDict
+
+import numpy as np
+
+from . import _api as A
+
+__all__ = ["engine", "stream", "MemoryDesc", "plain", "Attr", "Primitive", "Reorder", "Cache",
+           "pointer"]
+
+_engine = None
+_engine_lock = threading.Lock()
+_local = threading.local()
+
+# DNNL_MEMORY_ALLOCATE: let oneDNN allocate the buffer (used for blocked intermediates)
+_ALLOCATE = ctypes.c_void_p(-1 & 0xFFFFFFFFFFFFFFFF)
+
+_PLAIN_TAGS = {1: A.ENUMS["dnnl_a"], 2: A.ENUMS["dnnl_ab"], 4: A.ENUMS["dnnl_abcd"]}
+
+
+def engine():
+    """The process's CPU engine (created at first use)."""
+    global _engine
+    if _engine is None:
+        with _engine_lock:
+            if _engine is None:
+                _engine = A.api().new("dnnl_engine_create", A.ENUMS["dnnl_cpu"], 0)
+    return _engine
+
+
+def stream():
+    """This thread's in-order stream on ``engine()``."""
+    s = getattr(_local, "stream", None)
+    if s is None:
+        s = _local.stream = A.api().new("dnnl_stream_create", engine(),
+                                        A.ENUMS["dnnl_stream_default_flags"])
+    return s
+
+
+def pointer(array) -> int:
+    """The address of a numpy array's first element."""
+    return array.__array_interface__["data"][0]
+
+
+class MemoryDesc:
+    """An owned ``dnnl_memory_desc_t`` for float32 data of ``shape``: with a format tag
+    (``dnnl_abcd``, ``dnnl_format_tag_any``, ...) or with explicit element strides."""
+
+    def __init__(self, shape, tag=None, strides=None):
+        api = A.api()
+        self.shape = tuple(int(d) for d in shape)
+        if strides is not None:
+            self.handle = api.new("dnnl_memory_desc_create_with_strides", len(shape),
+                                  A.dims(*shape), A.ENUMS["dnnl_f32"], A.dims(*strides))
+        else:
+            self.handle = api.new("dnnl_memory_desc_create_with_tag", len(shape), A.dims(*shape),
+                                  A.ENUMS["dnnl_f32"], tag)
+
+    def destroy(self):
+        if self.handle:
+            A.api().dnnl_memory_desc_destroy(self.handle)
+            self.handle = None
+
+
+def plain(shape) -> MemoryDesc:
+    """A dense row-major float32 descriptor (dnnl_a / ab / abcd) of ``shape``."""
+    return MemoryDesc(shape, _PLAIN_TAGS[len(shape)])
+
+
+class Attr:
+    """Primitive attributes with post-ops: ``("relu",)`` appends an eltwise ReLU,
+    ``("sum", scale)`` accumulates into the destination (``dst = scale*dst + result``)."""
+
+    def __init__(self, *post_ops):
+        api = A.api()
+        self.handle = api.new("dnnl_primitive_attr_create")
+        if post_ops:
+            ops = api.new("dnnl_post_ops_create")
+            try:
+                for op in post_ops:
+                    if op[0] == "relu":
+                        api.dnnl_post_ops_append_eltwise(ops, A.ENUMS["dnnl_eltwise_relu"], 0.0, 0.0)
+                    elif op[0] == "sum":
+                        api.dnnl_post_ops_append_sum(ops, float(op[1]), 0, A.ENUMS["dnnl_f32"])
+                    else:
+                        raise ValueError(f"oneDNN Attr: unknown post-op {op!r}")
+                api.dnnl_primitive_attr_set_post_ops(self.handle, ops)
+            finally:
+                api.dnnl_post_ops_destroy(ops)   # the attribute keeps its own copy
+
+    def destroy(self):
+        if self.handle:
+            A.api().dnnl_primitive_attr_destroy(self.handle)
+            self.handle = None
+
+
+class Primitive:
+    """A primitive descriptor, its primitive and one memory object per execution argument.
+
+    ``pd`` is the handle a ``..._primitive_desc_create`` wrote (this object owns it).
+    ``external`` lists the argument indices whose buffers the caller passes at each call;
+    ``internal`` maps argument indices to descriptors (borrowed from the pd, or owned) whose
+    buffers oneDNN allocates and keeps (blocked intermediates, workspaces).
+    """
+
+    def __init__(self, pd, external, internal=None, owned=()):
+        api = A.api()
+        self.pd = pd
+        self._owned = list(owned)         # descriptors and attributes this object destroys
+        self.handle = None
+        self._mems = {}
+        try:
+            self.handle = api.new("dnnl_primitive_create", pd)
+            for arg, query in external.items():
+                md = self.query_md(query) if isinstance(query, int) else query.handle
+                # no buffer: __call__ points it at the caller's before every execute
+                self._mems[arg] = api.new("dnnl_memory_create", md, engine(), None)
+            for arg, md in (internal or {}).items():
+                md = self.query_md(md) if isinstance(md, int) else md.handle
+                self._mems[arg] = api.new("dnnl_memory_create", md, engine(), _ALLOCATE)
+        except Exception:
+            self.destroy()
+            raise
+        self._external = list(external)
+        n = len(self._mems)
+        self._args = (A.ExecArg * n)(*[A.ExecArg(arg, mem) for arg, mem in self._mems.items()])
+        self._nargs = n
+
+    def query_md(self, what, index=0):
+        """A borrowed descriptor of the pd (``dnnl_query_src_md``, ...); never destroy it."""
+        return A.api().dnnl_primitive_desc_query_md(self.pd, what, index)
+
+    def memory(self, arg):
+        """The memory object bound to argument ``arg`` (for chaining internal buffers)."""
+        return self._mems[arg]
+
+    def impl(self) -> str:
+        """The implementation oneDNN chose (``jit:avx512_core``, ``gemm:jit``, ``ref:any``)."""
+        out = ctypes.c_char_p()
+        A.api().dnnl_primitive_desc_query(self.pd, A.ENUMS["dnnl_query_impl_info_str"], 0,
+                                          ctypes.byref(out))
+        return (out.value or b"?").decode(errors="replace")
+
+    def __call__(self, buffers):
+        """Execute with ``buffers = {arg: numpy array or address}`` for every external
+        argument (each array C-contiguous float32 with the descriptor's size)."""
+        api = A.api()
+        if len(buffers) != len(self._external):
+            raise ValueError(f"oneDNN primitive: buffers for {sorted(buffers)} given, "
+                             f"{sorted(self._external)} required")
+        for arg, buf in buffers.items():
+            addr = buf if isinstance(buf, int) else pointer(buf)
+            api.dnnl_memory_set_data_handle(self._mems[arg], ctypes.c_void_p(addr))
+        s = stream()
+        api.dnnl_primitive_execute(self.handle, s, self._nargs, self._args)
+        api.dnnl_stream_wait(s)
+
+    def destroy(self):
+        api = A.api()
+        for mem in self._mems.values():
+            api.dnnl_memory_destroy(mem)
+        self._mems = {}
+        if self.handle:
+            api.dnnl_primitive_destroy(self.handle)
+            self.handle = None
+        if self.pd:
+            api.dnnl_primitive_desc_destroy(self.pd)
+            self.pd = None
+        for o in self._owned:
+            o.destroy()
+        self._owned = []
+
+
+class Reorder(Primitive):
+    """A reorder from ``src`` to ``dst`` (borrowed or owned descriptor handles)."""
+
+    def __init__(self, src, dst, owned=()):
+        e = engine()
+        pd = A.api().new("dnnl_reorder_primitive_desc_create", src, e, dst, e, None)
+        super().__init__(pd, {A.ARGS["DNNL_ARG_FROM"]: _Borrowed(src),
+                              A.ARGS["DNNL_ARG_TO"]: _Borrowed(dst)}, owned=owned)
+
+
+class _Borrowed:
+    """A descriptor handle owned elsewhere, in the shape ``Primitive`` expects."""
+
+    def __init__(self, handle):
+        self.handle = handle
+
+
+def same_md(a, b) -> bool:
+    """Whether two descriptor handles describe the same memory layout."""
+    return A.api().dnnl_memory_desc_equal(a, b) == 1
+
+
+__all__ += ["same_md"]
+
+
+class Cache:
+    """A per-thread LRU dict of prepared objects (each with ``destroy()``), evicting and
+    destroying the least recently used beyond ``capacity``. A key may map to None: a case
+    oneDNN refused, remembered so that it is not retried at every call."""
+
+    def __init__(self, capacity=128):
+        self.capacity = capacity
+        self._local = threading.local()
+
+    def _d(self):
+        d = getattr(self._local, "d", None)
+        if d is None:
+            d = self._local.d = OrderedDict()
+        return d
+
+    def get(self, key, build):
+        """The object for ``key``, built by ``build()`` at the first request."""
+        d = self._d()
+        if key in d:
+            d.move_to_end(key)
+            return d[key]
+        obj = d[key] = build()
+        if len(d) > self.capacity:
+            _, old = d.popitem(last=False)
+            if old is not None:
+                old.destroy()
+        return obj
+
+    def clear(self):
+        d = self._d()
+        for obj in d.values():
+            if obj is not None:
+                obj.destroy()
+        d.clear()
+
+
+def f32_contiguous(*arrays) -> bool:
+    """Whether every array is C-contiguous float32 (what the plain descriptors describe)."""
+    return all(a.dtype == np.float32 and a.flags.c_contiguous for a in arrays)
+
+
+__all__ += ["f32_contiguous"]
