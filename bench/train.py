@@ -102,7 +102,7 @@ except ImportError:
     threadpoolctl = None
 
 HERE = Path(__file__).resolve().parent
-DEFAULT_FACES = HERE.parent.parent / "shared" / "testdata" / "faces"
+DEFAULT_FACES = os.environ.get("DNNPY_FACES_DIR", str(HERE.parent.parent / "shared" / "testdata" / "faces"))
 RGB_AVGS = (122.782, 117.001, 104.298)   # dlib's input_rgb_image means
 CHECK_TOLERANCE = 1e-4   # max |ours - theirs| / max(1, max |theirs|); float32 sums stay far below
 SETTLE_SECONDS = 0.2     # OpenBLAS / OpenMP workers spin ~0.1 s after a call
@@ -450,7 +450,7 @@ def _torch_op(d):
         return ("add_prev", d.id)
     if kind == "fc_":
         w = torch.from_numpy(np.array(d.get_weights())[:, :, 0, 0])     # (inputs, outputs)
-        b = None if d.bias_is_disabled() else torch.from_numpy(np.array(d.get_biases()).reshape(-1))
+        b = None if d.get_bias_mode() != dnnpy.FC_HAS_BIAS or d.bias_is_disabled() else torch.from_numpy(np.array(d.get_biases()).reshape(-1))
         return ("f", lambda x: x.reshape(x.shape[0], -1) @ w if b is None else
                 torch.addmm(b, x.reshape(x.shape[0], -1), w))
     raise NotImplementedError(f"torch_port: no torch form for layer {kind}")
@@ -589,7 +589,8 @@ def main(argv=None):
                     help="comma-separated subset of lenet,resnet,autoencoder,face")
     ap.add_argument("--rounds", type=int, default=None, help="interleaved rounds (default 5, quick 2)")
     ap.add_argument("--no-torch", action="store_true")
-    ap.add_argument("--faces", default=str(DEFAULT_FACES), help="photos to cut face chips from")
+    ap.add_argument("--faces", default=DEFAULT_FACES, help="photos to cut face chips from "
+                    "(default: $DNNPY_FACES_DIR or ../shared/testdata/faces; random pixels if none)")
     args = ap.parse_args(argv)
     only = [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = set(only) - {*WORKLOADS, "face"}
