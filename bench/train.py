@@ -84,7 +84,7 @@ import dnnpy  # noqa: E402
 import dnnpy.tensor_tools as tt  # noqa: E402
 from dnnpy import (add_prev1, avg_pool_everything, bn_con, con, fc, input_rgb_image,  # noqa: E402
                    loss_multiclass_log, max_pool, relu, tag1)
-from dnnpy import core  # noqa: E402
+from dnnpy import core, models  # noqa: E402
 from dnnpy.datasets import synthetic_images  # noqa: E402
 from dnnpy.examples import autoencoder as autoencoder_example  # noqa: E402
 from dnnpy.examples import dnn_introduction  # noqa: E402
@@ -475,7 +475,6 @@ def face_chips(dlib, faces_dir, models):
 
 
 def run_face(budget, use_torch, faces_dir):
-    from dnnpy import models   # dnnpy.models reads dlib's files; loaded only for this workload
     try:
         net = models.load_face_recognition_model()
     except FileNotFoundError as e:
