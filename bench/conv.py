@@ -18,7 +18,13 @@ What is measured
     *convolution* (for ``cont`` that is the input of the layer).  ratio = dnnpy ms / torch
     ms, so above 1 means dnnpy is slower.
 
-    Before timing, dnnpy's forward output and its three gradients are compared with torch
+    Columns: "dnnpy" is the default CPU path (oneDNN where dnnpy has it); "numpy-only" is
+    the same step inside ``tt.force_numpy()`` (the numpy twin alone), shown only when this
+    dnnpy has that switch; "numpy-only ratio" = numpy-only ms / torch ms.  Where
+    ``tensor_conv`` takes ``biases`` and ``bias_gradient`` (the fused forms ``con_`` uses),
+    the ``con`` rows use them, so the step is driven as ``con_`` drives it.
+
+    Before timing, dnnpy's forward output and its three gradients (of both paths) are compared with torch
     (or, without torch, the forward with a small numpy reference) so the benchmark cannot
     silently measure a wrong computation.  After the table, the case with the worst ratio
     is broken down into its parts (forward / data grad / filter grad / bias grad).
@@ -48,7 +54,9 @@ How to run (from the repository root)
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
+import inspect
 import os
 import statistics
 import sys
@@ -160,6 +168,12 @@ class DnnpyConv:
         self.dw.copy_size(self.w)
         self.db.copy_size(self.b)
         self.conv = tt.tensor_conv()
+        # con_ hands its biases to the convolution (fused forward) and takes the bias gradient
+        # from the filter-gradient pass, where tensor_conv offers that; cont_ cannot (its bias
+        # belongs to the data-gradient side), so it adds and sums separately, as before.
+        self.fused_bias = case.kind == "con" and _has_parameter(self.conv.__call__, "biases")
+        self.fused_bias_grad = case.kind == "con" and _has_parameter(
+            self.conv.get_gradient_for_filters, "bias_gradient")
         st, pd = case.stride, case.pad
         if case.kind == "con":
             self.conv.setup(self.x, self.w, st, st, pd, pd)
@@ -168,6 +182,9 @@ class DnnpyConv:
             self.conv.setup(self.y, self.w, st, st, pd, pd)
 
     def forward(self):
+        if self.fused_bias:
+            self.conv(False, self.y, self.x, self.w, self.b)
+            return
         if self.case.kind == "con":
             self.conv(False, self.y, self.x, self.w)
         else:
@@ -181,13 +198,16 @@ class DnnpyConv:
             self.conv(False, self.dx, self.dy, self.w)
 
     def filter_grad(self):
-        if self.case.kind == "con":
+        if self.fused_bias_grad:
+            self.conv.get_gradient_for_filters(False, self.dy, self.x, self.dw, bias_gradient=self.db)
+        elif self.case.kind == "con":
             self.conv.get_gradient_for_filters(False, self.dy, self.x, self.dw)
         else:
             self.conv.get_gradient_for_filters(False, self.x, self.dy, self.dw)
 
     def bias_grad(self):
-        tt.assign_conv_bias_gradient(self.db, self.dy)
+        if not self.fused_bias_grad:  # else filter_grad() assigned it
+            tt.assign_conv_bias_gradient(self.db, self.dy)
 
     def step(self):
         self.forward()
@@ -198,6 +218,20 @@ class DnnpyConv:
     def results(self):
         return {"y": np.asarray(self.y), "dx": np.asarray(self.dx), "dw": np.asarray(self.dw),
                 "db": np.asarray(self.db).reshape(-1)}
+
+
+def _has_parameter(fn, name):
+    try:
+        return name in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def numpy_only():
+    """``tt.force_numpy()`` (dnnpy's numpy twin alone, the oneDNN path off), or None when
+    this dnnpy has no such switch (then there is no numpy-only column)."""
+    force = getattr(tt, "force_numpy", None)
+    return None if force is None else force()
 
 
 class TorchConv:
@@ -328,6 +362,7 @@ class Row:
     case: Case
     dnnpy_s: float
     torch_s: float | None
+    numpy_s: float | None    # dnnpy inside tt.force_numpy(); None when dnnpy has no such switch
     fwd_diff: float          # max abs difference of the forward output
     check_ok: bool
     check_note: str
@@ -335,46 +370,62 @@ class Row:
 
 def run_case(case: Case, budget: Budget, use_torch: bool):
     data = make_data(case)
-    ours = DnnpyConv(case, *data)
-    ours.step()
-    got = ours.results()
     if use_torch:
         peer = TorchConv(case, *data)
         peer.step()
         want = peer.results()
-        rel = {k: max_rel_diff(got[k], want[k]) for k in got}
-        fwd_diff = float(np.max(np.abs(got["y"] - want["y"])))
-        bad = [f"{k} rel.err {v:.1e}" for k, v in rel.items() if not v <= CHECK_TOLERANCE]
         note = "vs torch: y, dx, dw, db"
     else:
         peer = None
-        ref = numpy_forward(case, data[0], data[1], data[2])
-        fwd_diff = float(np.max(np.abs(got["y"] - ref)))
-        rel = max_rel_diff(got["y"], ref)
-        bad = [] if rel <= CHECK_TOLERANCE else [f"y rel.err {rel:.1e}"]
+        want = {"y": numpy_forward(case, data[0], data[1], data[2])}
         note = "vs numpy reference: y"
+
+    def check(impl, label):
+        """Run one step of ``impl`` and compare it with ``want``: (fwd max abs diff, problems)."""
+        impl.step()
+        got = impl.results()
+        bad = [f"{label}{k} rel.err {v:.1e}" for k, v in
+               ((k, max_rel_diff(got[k], want[k])) for k in want) if not v <= CHECK_TOLERANCE]
+        return float(np.max(np.abs(got["y"] - want["y"]))), bad
+
+    ours = DnnpyConv(case, *data)
+    fwd_diff, bad = check(ours, "")
+    numpy_s = None
+    if numpy_only() is not None:  # the numpy twin is checked and timed as well
+        with numpy_only():
+            ours_np = DnnpyConv(case, *data)
+            bad += check(ours_np, "numpy-only ")[1]
+            settle()
+            numpy_s = median_seconds(ours_np.step, budget)
     settle()
     dnnpy_s = median_seconds(ours.step, budget)
     torch_s = None
     if peer:
         settle()
         torch_s = median_seconds(peer.step, budget)
-    return Row(case, dnnpy_s, torch_s, fwd_diff, not bad, "; ".join(bad) or note)
+    return Row(case, dnnpy_s, torch_s, numpy_s, fwd_diff, not bad,
+               "; ".join(bad) or note + (" (both dnnpy paths)" if numpy_s is not None else ""))
 
 
 def breakdown(case: Case, budget: Budget, use_torch: bool):
-    """Median ms of each part, for dnnpy and (if present) torch."""
+    """Median ms of each part, for dnnpy, dnnpy's numpy twin alone (when ``tt.force_numpy``
+    exists) and (if present) torch. Where con_'s bias gradient comes out of the filter-gradient
+    pass (fused), "bias grad" is ~0 and "filter grad" includes it."""
     data = make_data(case)
-    impls = {"dnnpy": DnnpyConv(case, *data)}
+    impls = {"dnnpy": (DnnpyConv(case, *data), contextlib.nullcontext)}
+    if numpy_only() is not None:
+        impls["dnnpy numpy-only"] = (DnnpyConv(case, *data), numpy_only)
     if use_torch:
-        impls["torch"] = TorchConv(case, *data)
-    for impl in impls.values():
-        impl.step()  # the backward parts read the forward's tensors
+        impls["torch"] = (TorchConv(case, *data), contextlib.nullcontext)
+    for impl, ctx in impls.values():
+        with ctx():
+            impl.step()  # the backward parts read the forward's tensors
     parts = ("forward", "data_grad", "filter_grad", "bias_grad")
     result = {}
-    for name, impl in impls.items():
+    for name, (impl, ctx) in impls.items():
         settle()
-        result[name] = {p: median_seconds(getattr(impl, p), budget) * 1e3 for p in parts}
+        with ctx():
+            result[name] = {p: median_seconds(getattr(impl, p), budget) * 1e3 for p in parts}
     return result
 
 
@@ -479,25 +530,40 @@ def main(argv=None):
             row = run_case(case, budget, use_torch)
             rows.append(row)
             print(f"  {case.kind:<4} {case.describe():<45} dnnpy {row.dnnpy_s * 1e3:9.2f} ms"
+                  + (f"  numpy-only {row.numpy_s * 1e3:9.2f} ms" if row.numpy_s else "")
                   + (f"  torch {row.torch_s * 1e3:9.2f} ms" if row.torch_s else ""),
                   file=sys.stderr, flush=True)
     print()
 
-    headers = ["layer", "shape", "dnnpy ms", "dnnpy GFLOP/s", "torch ms", "torch GFLOP/s",
-               "ratio", "fwd max abs diff"]
+    has_np = any(r.numpy_s is not None for r in rows)
+    headers = ["layer", "shape", "dnnpy ms", "dnnpy GFLOP/s"]
+    headers += ["numpy-only ms"] if has_np else []
+    headers += ["torch ms", "torch GFLOP/s", "ratio"]
+    headers += ["numpy-only ratio"] if has_np else []
+    headers += ["fwd max abs diff"]
     table = []
     for r in rows:
         gflop = r.case.flops() / 1e9
-        torch_cells = (["n/a", "n/a", "n/a"] if r.torch_s is None else
-                       [f"{r.torch_s * 1e3:.2f}", f"{gflop / r.torch_s:.1f}",
-                        f"{r.dnnpy_s / r.torch_s:.2f}"])
-        table.append([r.case.kind, r.case.describe(), f"{r.dnnpy_s * 1e3:.2f}",
-                      f"{gflop / r.dnnpy_s:.1f}", *torch_cells[:2], torch_cells[2],
-                      f"{r.fwd_diff:.1e}" + ("" if r.check_ok else " MISMATCH")])
+        ratio = lambda t: "n/a" if t is None or r.torch_s is None else f"{t / r.torch_s:.2f}"  # noqa: E731
+        line = [r.case.kind, r.case.describe(), f"{r.dnnpy_s * 1e3:.2f}", f"{gflop / r.dnnpy_s:.1f}"]
+        if has_np:
+            line.append("n/a" if r.numpy_s is None else f"{r.numpy_s * 1e3:.2f}")
+        line += (["n/a", "n/a"] if r.torch_s is None else
+                 [f"{r.torch_s * 1e3:.2f}", f"{gflop / r.torch_s:.1f}"])
+        line.append(ratio(r.dnnpy_s))
+        if has_np:
+            line.append(ratio(r.numpy_s))
+        line.append(f"{r.fwd_diff:.1e}" + ("" if r.check_ok else " MISMATCH"))
+        table.append(line)
     print_table(headers, table, args.markdown)
     print()
     print("ratio = dnnpy ms / torch ms (above 1: dnnpy slower). GFLOP/s counts forward, "
           "data grad and filter grad as 2*N*K*C*R*S*Ho*Wo each.")
+    if has_np:
+        print("numpy-only: dnnpy inside tt.force_numpy() (the numpy twin; the oneDNN path off); "
+              "numpy-only ratio = numpy-only ms / torch ms.")
+    else:
+        print("(this dnnpy has no tt.force_numpy: no numpy-only column)")
     failed = [r for r in rows if not r.check_ok]
     print("numerical check: " + ("all passed (" + rows[0].check_note + ", relative "
                                  f"tolerance {CHECK_TOLERANCE:g})" if not failed else
