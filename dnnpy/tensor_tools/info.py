@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 
 from . import backend as _backend_module
+from .threads import threads_info, threads_report
 
 __all__ = ["backend_info"]
 
@@ -89,6 +90,7 @@ def _report(info):
             lines.append(f"  cuDNN: not found ({info.get('cudnn_error', 'unknown reason')})")
     for e in info.get("errors", []):
         lines.append(f"  ({e})")
+    lines += threads_report(info["threads"])
     return "\n".join(lines)
 
 
@@ -101,6 +103,9 @@ def backend_info(print_report: bool = True) -> dict:
     (CUDA's integer form, 0 when there is no driver), ``cudnn_path``, ``cudnn_version``
     (``cudnn_error`` when it cannot be loaded); on the CUDA backend also ``device_id``,
     ``device_name``, ``compute_capability``, ``memory_free_bytes``, ``memory_total_bytes``.
+    ``threads``: the CPU thread pools (``dnnpy.tensor_tools.threads.threads_info``: numpy's
+    BLAS libraries and their thread counts via threadpoolctl, or the reason they are unknown;
+    oneDNN's OpenMP thread count; the count of the last ``set_num_threads``).
     The backend reported is the process-wide choice (a ``force_cpu()`` block is ignored).
     """
     import numpy
@@ -112,6 +117,7 @@ def backend_info(print_report: bool = True) -> dict:
             "numpy": numpy.__version__}
     if not disabled:
         _cuda_details(info)
+    info["threads"] = threads_info()
     if print_report:
         print(_report(info), file=sys.stdout)
     return info
