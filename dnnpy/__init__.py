@@ -35,7 +35,7 @@ from .templates import (NetType, SUBNET, layer_template, loss_template, repeat,
                         skip_templates, tag_templates)
 from .tensor import (StaleTensorError, alias_tensor, default_dtype, have_same_dimensions,
                      read_only_view, resizable_tensor, tensor)
-from .tensor_tools import backend_info, force_cpu, force_numpy, use_cuda
+from .tensor_tools import backend_info, force_cpu, force_numpy, get_num_threads, set_num_threads, use_cuda
 from .testing import layer_test_results, test_layer
 from .testing_loss import loss_test_results, test_loss
 from .training import TrainingDivergedError, dnn_trainer
@@ -56,7 +56,8 @@ __all__ = [
     "add_layer", "add_loss_layer", "add_tag_layer", "add_skip_layer", "repeat_layer", "layer",
     "input_layer", "repeat", "SUBNET", "NetType", "net_type_from_string", "layer_template",
     "loss_template",
-    "test_layer", "layer_test_results", "test_loss", "loss_test_results", "force_cpu", "force_numpy", "use_cuda", "backend_info", "SerializationError", "sgd", "adam", "make_solvers", "load_mnist_dataset",
+    "test_layer", "layer_test_results", "test_loss", "loss_test_results", "force_cpu", "force_numpy", "use_cuda", "backend_info", "set_num_threads",
+    "get_num_threads", "SerializationError", "sgd", "adam", "make_solvers", "load_mnist_dataset",
     "load_digits", "default_dtype",
     "serialize", "deserialize", "load",
     "dnn_trainer", "TrainingDivergedError", "randomize_samples", "running_stats", "running_stats_decayed", "running_gradient",

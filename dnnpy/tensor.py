@@ -55,6 +55,10 @@ def default_dtype(dtype):
 
 
 def _dims(n, k, nr, nc):
+    # the common case first, without a generator: this runs on every set_size and view
+    if type(n) is int and type(k) is int and type(nr) is int and type(nc) is int:
+        if n >= 0 and k >= 0 and nr >= 0 and nc >= 0:
+            return (n, k, nr, nc)
     dims = tuple(int(d) for d in (n, k, nr, nc))
     if any(d < 0 for d in dims):
         raise ValueError(f"tensor dimensions must be >= 0, got {dims}")
@@ -129,6 +133,16 @@ class tensor:
         self._offset = int(offset)
         self._shape = _dims(*shape)
 
+    @classmethod
+    def _view(cls, storage: _storage, offset: int, shape: tuple) -> "tensor":
+        """A view whose ``offset`` (an int) and ``shape`` (a checked 4-tuple of ints) are
+        already valid: skips ``__init__``'s conversions (alias_tensor calls this per use)."""
+        t = object.__new__(cls)
+        t._storage = storage
+        t._offset = offset
+        t._shape = shape
+        return t
+
     # -- shape ---------------------------------------------------------------------------
     def num_samples(self) -> int:
         """The first dimension (samples in a batch)."""
@@ -161,7 +175,9 @@ class tensor:
         return self._offset == 0 and self.size() == self._storage.capacity
 
     def _window(self, flat):
-        return flat[self._offset:self._offset + self.size()].reshape(self._shape)
+        n, k, nr, nc = shape = self._shape
+        offset = self._offset
+        return flat[offset:offset + n * k * nr * nc].reshape(shape)
 
     def host(self) -> np.ndarray:
         """Writable NCHW numpy view; marks the device copy stale."""
@@ -492,7 +508,7 @@ class alias_tensor:
             raise ValueError(
                 f"alias_tensor{self._shape}: offset {offset} + size {self.size()} "
                 f"exceeds the aliased tensor's size {t.size()}")
-        return tensor(t._storage, t._offset + offset, self._shape)
+        return tensor._view(t._storage, t._offset + int(offset), self._shape)
 
     def __eq__(self, other):
         return isinstance(other, alias_tensor) and other._shape == self._shape

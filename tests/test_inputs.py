@@ -250,6 +250,18 @@ def test_casts_that_would_change_values_are_refused(layer, batch, message):
         convert(layer, batch)
 
 
+def test_list_batches_stack_like_np_stack_and_refuse_mixed_shapes(rng):
+    # a list of same-shape, same-dtype arrays takes the stacking fast path; the result must
+    # equal the checked path's (here forced by one list item), and items whose rows add up
+    # (14 + 42 = 2 * 28, which a bare concatenate would accept) must still be refused
+    imgs = [rng.integers(0, 256, (5, 7), dtype=np.uint8) for _ in range(3)]
+    fast = convert(input[np.uint8](), imgs)
+    np.testing.assert_array_equal(fast[:, 0], np.stack(imgs) / np.float32(256))
+    np.testing.assert_array_equal(fast, convert(input[np.uint8](), imgs[:2] + [imgs[2].tolist()]))
+    with pytest.raises(ValueError, match=r"of one shape; input 0 has shape \(14, 28\), input 1 has shape \(42, 28\)"):
+        convert(input[np.uint8](), [np.zeros((14, 28), np.uint8), np.zeros((42, 28), np.uint8)])
+
+
 def test_one_unwrapped_sample_says_what_to_pass():
     with pytest.raises(ValueError, match=r"single array of shape \(8, 8\).*8 inputs of shape \(8,\).*list \[x\]"):
         convert(input[np.uint8](), np.zeros((8, 8), np.uint8))

@@ -18,8 +18,10 @@ from .backend import backend_name, force_cpu, use_cuda
 from .cpu.onednn import force_numpy
 from .conv import tensor_conv
 from .info import backend_info
+from .threads import get_num_threads, set_num_threads
 
-__all__ = ["use_cuda", "force_cpu", "force_numpy", "backend_name", "backend_info", "tensor_conv"]
+__all__ = ["use_cuda", "force_cpu", "force_numpy", "backend_name", "backend_info", "tensor_conv", "set_num_threads",
+           "get_num_threads"]
 
 # Ops are grouped by concept, one dispatcher module each (the twins mirror the grouping in
 # cpu/<concept>.py and cuda/<concept>.py; ops.py holds the core ones). Every module's __all__

@@ -10,6 +10,7 @@ import sys
 
 from . import backend as _backend_module
 from .cpu import onednn as _onednn
+from .threads import threads_info, threads_report
 
 __all__ = ["backend_info"]
 
@@ -91,8 +92,8 @@ def _report(info):
     one = info.get("onednn")
     if one is not None:
         if one["used"]:
-            lines.append(f"  CPU twin: numpy + oneDNN {one['version']} ({one['isa']}, "
-                         f"{one['threads']} OpenMP threads): {one['path']}")
+            lines.append(f"  CPU twin: numpy + oneDNN {one['version']} ({one['isa']}): "
+                         f"{one['path']}")
         else:
             lines.append(f"  CPU twin: numpy only; oneDNN not used: {one['reason']}")
         if one.get("fallbacks"):
@@ -100,6 +101,7 @@ def _report(info):
                          f"{' ...' if len(one['fallbacks']) > 5 else ''}")
     for e in info.get("errors", []):
         lines.append(f"  ({e})")
+    lines += threads_report(info["threads"])
     return "\n".join(lines)
 
 
@@ -116,6 +118,9 @@ def backend_info(print_report: bool = True) -> dict:
     ``disabled_by_env`` (``DNNPY_DISABLE_ONEDNN``), and when used ``path``, ``version``,
     ``isa`` (the instruction set its kernels run), ``threads``; ``fallbacks`` lists the
     cases oneDNN refused and numpy ran.
+    ``threads``: the CPU thread pools (``dnnpy.tensor_tools.threads.threads_info``: numpy's
+    BLAS libraries and their thread counts via threadpoolctl, or the reason they are unknown;
+    oneDNN's OpenMP thread count; the count of the last ``set_num_threads``).
     The backend reported is the process-wide choice (a ``force_cpu()`` block is ignored).
     """
     import numpy
@@ -128,6 +133,7 @@ def backend_info(print_report: bool = True) -> dict:
     if not disabled:
         _cuda_details(info)
     info["onednn"] = _onednn.info()
+    info["threads"] = threads_info()
     if print_report:
         print(_report(info), file=sys.stdout)
     return info

@@ -10,9 +10,10 @@ __all__ = ["affine_transform_range", "compute_adam_update"]
 
 def _check_range(op, begin, end, **tensors):
     _check_tensors(op, **tensors)
-    sizes = {name: t.size() for name, t in tensors.items()}
-    size = next(iter(sizes.values()))
-    if any(s != size for s in sizes.values()):
+    first, *rest = tensors.values()
+    size = first.size()
+    if any(t.size() != size for t in rest):
+        sizes = {name: t.size() for name, t in tensors.items()}
         raise ValueError(f"{op}: the tensors differ in size: {sizes}")
     if not 0 <= begin <= end <= size:
         raise ValueError(f"{op}: need 0 <= begin <= end <= size, got begin={begin}, end={end}, size={size}")
