@@ -5,9 +5,10 @@ padding ``(Ho-1)*s + window - H - pad`` possibly negative (oneDNN accepts it); a
 pooling excludes the padding from each window's count (``pooling_avg_exclude_padding``);
 padding never wins a max; a tied max window sends its gradient to its first maximum in
 row-major order, as dlib's ``max_point`` (checked in tests/test_onednn_ops.py). Results are
-bit-identical to numpy's for finite inputs. NaN: oneDNN's max skips a NaN that is not the
-window's first tap (numpy's ``maximum`` propagates it) and routes the gradient elsewhere;
-the trainer refuses NaN data, so only finite inputs are promised equal.
+bit-identical to numpy's for finite inputs. NaN differs: oneDNN's max ignores NaNs (a
+window's max is that of its other pixels, which gets the gradient), numpy's propagates
+them (NaN out, gradient to the window's first pixel); the trainer refuses NaN data, so only
+finite inputs are promised equal.
 
 Max pooling's backward needs the forward's workspace (the argmax of each window, one byte
 per output here). ``tt.pooling`` owns a ``state`` dict and passes it to both calls: the
