@@ -322,6 +322,14 @@ class tensor:
         return (self.is_aliased_with(other)
                 and (self._offset, self._shape) != (other._offset, other._shape))
 
+    def write_stamp(self):
+        """An opaque value, compared with ``==``, that stays equal between two calls iff the
+        same view (storage, offset, shape) is asked and nothing wrote its storage in between
+        (no writable view was handed out). For caches derived from a tensor's contents, e.g.
+        oneDNN's max-pool workspace; it keeps the storage alive while it is held."""
+        s = self._storage
+        return (s, self._offset, self._shape, s.generation)
+
     def is_host_current(self) -> bool:
         """Whether the host copy of the storage holds the latest values (tests, diagnostics)."""
         return self._storage.host_current

@@ -9,6 +9,7 @@ rounding.
 
 import numpy as np
 from .._twins import twin_ops
+from . import onednn
 
 __all__ = twin_ops("norm")
 
@@ -63,12 +64,18 @@ def _bn_train(axes, eps, dest, means, invstds, f, running_means, running_varianc
 
 def batch_normalize(eps, dest, means, invstds, averaging_factor, running_means,
                     running_variances, src, gamma, beta):
+    if onednn.batch_normalize(eps, dest, means, invstds, averaging_factor, running_means,
+                              running_variances, src, gamma, beta):
+        return
     _bn_train(_FC_AXES, eps, dest, means, invstds, averaging_factor, running_means,
               running_variances, src, gamma, beta)
 
 
 def batch_normalize_conv(eps, dest, means, invstds, averaging_factor, running_means,
                          running_variances, src, gamma, beta):
+    if onednn.batch_normalize_conv(eps, dest, means, invstds, averaging_factor, running_means,
+                                   running_variances, src, gamma, beta):
+        return
     _bn_train(_CONV_AXES, eps, dest, means, invstds, averaging_factor, running_means,
               running_variances, src, gamma, beta)
 
@@ -104,13 +111,23 @@ def _stat_shape(shape, stat_axes):
 
 
 def batch_normalize_gradient(eps, gradient_input, means, invstds, src, gamma, src_grad,
-                             gamma_grad, beta_grad):
+                             gamma_grad, beta_grad, add_to=True):
+    if onednn.batch_normalize_gradient(eps, gradient_input, means, invstds, src, gamma, src_grad,
+                                       gamma_grad, beta_grad, add_to):
+        return
+    if not add_to:
+        src_grad.host_write_only().fill(0)
     _normalize_gradient(_FC_AXES, _FC_AXES, gradient_input, means, invstds, src, gamma,
                         src_grad, gamma_grad, beta_grad)
 
 
 def batch_normalize_conv_gradient(eps, gradient_input, means, invstds, src, gamma, src_grad,
-                                  gamma_grad, beta_grad):
+                                  gamma_grad, beta_grad, add_to=True):
+    if onednn.batch_normalize_conv_gradient(eps, gradient_input, means, invstds, src, gamma,
+                                            src_grad, gamma_grad, beta_grad, add_to):
+        return
+    if not add_to:
+        src_grad.host_write_only().fill(0)
     _normalize_gradient(_CONV_AXES, _CONV_AXES, gradient_input, means, invstds, src, gamma,
                         src_grad, gamma_grad, beta_grad)
 

@@ -10,6 +10,7 @@ import numpy as np
 from ...tensor import tensor
 from .._plane_wise import plane_counts, planes
 from .._twins import twin_ops
+from . import onednn
 
 __all__ = twin_ops("ops")
 
@@ -70,6 +71,8 @@ _PLANE_WISE = 1  # dlib's operation_mode::PLANE_WISE (tensor_tools.PLANE_WISE)
 
 
 def gemm(beta, dest, alpha, lhs, trans_lhs, rhs, trans_rhs, mode=0):
+    if onednn.gemm(beta, dest, alpha, lhs, trans_lhs, rhs, trans_rhs, mode):
+        return
     if mode == _PLANE_WISE:
         _gemm_plane_wise(beta, dest, alpha, lhs, trans_lhs, rhs, trans_rhs)
         return
@@ -128,10 +131,16 @@ def affine_transform(dest, srcs, coeffs, constant):
 
 
 def relu(dest, src):
+    if onednn.relu(dest, src):
+        return
     np.maximum(src.host_read(), 0.0, out=dest.host())
 
 
-def relu_gradient(grad, dest, gradient_input):
+def relu_gradient(grad, dest, gradient_input, add_to=True):
+    if onednn.relu_gradient(grad, dest, gradient_input, add_to):
+        return
+    if not add_to and grad is not gradient_input:
+        grad.host_write_only().fill(0)
     d = dest.host_read()
     gi = gradient_input.host_read()
     out = grad.host()

@@ -10,6 +10,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from .._twins import twin_ops
+from . import onednn
 
 __all__ = twin_ops("pooling")
 
@@ -40,7 +41,9 @@ def _valid_counts(size, n_out, window, stride, pad):
     return np.minimum(start + window, size) - np.maximum(start, 0)
 
 
-def pooling_forward(dest, src, do_max, wh, ww, sy, sx, py, px):
+def pooling_forward(dest, src, do_max, wh, ww, sy, sx, py, px, state=None):
+    if onednn.pooling_forward(dest, src, do_max, wh, ww, sy, sx, py, px, state=state):
+        return
     x = src.host_read()
     _, _, h, w = x.shape
     ho, wo = dest.nr(), dest.nc()
@@ -130,7 +133,13 @@ def _max_backward_windows(x, gi, gp, wh, ww, sy, sx, py, px):
     gp += total.reshape(gp.shape).astype(gp.dtype, copy=False)
 
 
-def pooling_backward(gradient_input, dest, src, grad, do_max, wh, ww, sy, sx, py, px):
+def pooling_backward(gradient_input, dest, src, grad, do_max, wh, ww, sy, sx, py, px,
+                     add_to=True, state=None):
+    if onednn.pooling_backward(gradient_input, dest, src, grad, do_max, wh, ww, sy, sx, py, px,
+                               add_to=add_to, state=state):
+        return
+    if not add_to:
+        grad.host_write_only().fill(0)
     x = src.host_read()
     gi = gradient_input.host_read()
     n, k, h, w = x.shape

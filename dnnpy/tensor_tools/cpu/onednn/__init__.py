@@ -22,3 +22,14 @@ from ._state import (active, available, force_numpy, get_num_threads, info, isa_
 
 __all__ = ["active", "available", "force_numpy", "info", "note_fallback", "set_num_threads",
            "get_num_threads", "isa_name"]
+
+# the non-conv ops (eltwise, pooling, bnorm, matmul)
+from .bnorm import (batch_normalize, batch_normalize_conv, batch_normalize_conv_gradient,
+                    batch_normalize_gradient)
+from .eltwise import relu, relu_gradient
+from .matmul import gemm
+from .pooling import pooling_backward, pooling_forward
+
+__all__ += ["relu", "relu_gradient", "pooling_forward", "pooling_backward", "batch_normalize",
+            "batch_normalize_conv", "batch_normalize_gradient", "batch_normalize_conv_gradient",
+            "gemm"]

@@ -1,0 +1,57 @@
+"""What the non-conv ops share: per-thread scratch buffers, an owned primitive descriptor
+(the forward "hint" a backward primitive is created from), and the cache lookup that turns
+oneDNN's refusal of a case into a remembered, logged fallback."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from . import _api as A
+from ._state import note_fallback
+
+__all__ = ["scratch", "OwnedPD", "cached"]
+
+_local = threading.local()
+
+
+def scratch(slot, shape, dtype=np.float32) -> np.ndarray:
+    """An uninitialised C-contiguous array of ``shape``: this thread's buffer for ``slot``
+    (a name; two slots never share memory), grown on demand and reused, so a training step
+    allocates none after its first pass. Valid until the next request of the same slot."""
+    d = getattr(_local, "d", None)
+    if d is None:
+        d = _local.d = {}
+    n = 1
+    for s in shape:
+        n *= int(s)
+    dtype = np.dtype(dtype)
+    buf = d.get((slot, dtype))
+    if buf is None or buf.size < n:
+        buf = d[(slot, dtype)] = np.empty(max(n, 1), dtype)
+    return buf[:n].reshape(shape)
+
+
+class OwnedPD:
+    """A primitive descriptor handle with ``destroy()``, for ``Primitive(owned=...)``."""
+
+    def __init__(self, handle):
+        self.handle = handle
+
+    def destroy(self):
+        if self.handle:
+            A.api().dnnl_primitive_desc_destroy(self.handle)
+            self.handle = None
+
+
+def cached(cache, key, build):
+    """``cache.get(key, build)``, where a ``DnnlError`` from ``build`` (oneDNN refuses the
+    case) is logged once through ``note_fallback(key[0], key[1:])`` and remembered as None."""
+    def safe():
+        try:
+            return build()
+        except A.DnnlError as e:
+            note_fallback(key[0], key[1:], e.name)
+            return None
+    return cache.get(key, safe)

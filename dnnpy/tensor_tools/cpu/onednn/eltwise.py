@@ -1,0 +1,93 @@
+"""oneDNN's ReLU forward and backward for the CPU twin's ``relu`` / ``relu_gradient``.
+
+dlib's ``relu_gradient(grad, dest, gradient_input)`` sees the layer's output, not its input:
+oneDNN's ``eltwise_relu_use_dst_for_bwd`` computes exactly ``dest > 0 ? gi : 0``. Results are
+bit-identical to numpy's (a select, no arithmetic); the one difference is a NaN in ``dest``
+with ``grad is gradient_input``, where numpy keeps the gradient and oneDNN zeroes it.
+Tensors are treated as flat 1-D vectors: one primitive per element count.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _api as A
+from . import _primitive as P
+from ._common import OwnedPD, cached, scratch
+from ._state import active
+
+__all__ = ["relu", "relu_gradient"]
+
+_SRC, _DST = A.ARGS["DNNL_ARG_SRC"], A.ARGS["DNNL_ARG_DST"]
+_DIFF_SRC, _DIFF_DST = A.ARGS["DNNL_ARG_DIFF_SRC"], A.ARGS["DNNL_ARG_DIFF_DST"]
+_cache = P.Cache()
+
+
+def _forward_pd(md, alg):
+    return A.api().new("dnnl_eltwise_forward_primitive_desc_create", P.engine(),
+                       A.ENUMS["dnnl_forward_training"], alg, md.handle, md.handle, 0.0, 0.0,
+                       None)
+
+
+def _build_forward(n):
+    md = P.plain((n,))
+    pd = _forward_pd(md, A.ENUMS["dnnl_eltwise_relu"])
+    return P.Primitive(pd, {_SRC: md, _DST: md}, owned=[md])
+
+
+class _Backward(P.Primitive):
+    """The backward primitive, owning the forward pd it was created from (the hint)."""
+
+    def __init__(self, n):
+        md = P.plain((n,))
+        alg = A.ENUMS["dnnl_eltwise_relu_use_dst_for_bwd"]
+        hint = None
+        try:
+            hint = OwnedPD(_forward_pd(md, alg))
+            pd = A.api().new("dnnl_eltwise_backward_primitive_desc_create", P.engine(), alg,
+                             md.handle, md.handle, md.handle, 0.0, 0.0, hint.handle, None)
+        except Exception:
+            if hint is not None:
+                hint.destroy()
+            md.destroy()
+            raise
+        super().__init__(pd, {_DIFF_DST: md, _DST: md, _DIFF_SRC: md}, owned=[md, hint])
+
+
+def relu(dest, src) -> bool:
+    """``dest = max(src, 0)``; False when numpy must run."""
+    if not active():
+        return False
+    x = src.host_read()
+    if not P.f32_contiguous(x) or x.size == 0:
+        return False
+    prim = cached(_cache, ("relu", x.size), lambda: _build_forward(x.size))
+    if prim is None:
+        return False
+    out = dest.host() if dest.is_aliased_with(src) else dest.host_write_only()
+    prim({_SRC: x, _DST: out})
+    return True
+
+
+def relu_gradient(grad, dest, gradient_input, add_to=True) -> bool:
+    """dlib's ``relu_gradient``: ``g = (dest > 0) * gradient_input``, assigned when ``grad is
+    gradient_input`` (in place) or ``add_to`` is False, added to grad otherwise."""
+    if not active():
+        return False
+    d = dest.host_read()
+    gi = gradient_input.host_read()
+    if not P.f32_contiguous(d, gi) or d.size == 0:
+        return False
+    prim = cached(_cache, ("relu_gradient", d.size), lambda: _Backward(d.size))
+    if prim is None:
+        return False
+    if grad is gradient_input:
+        prim({_DIFF_DST: gi, _DST: d, _DIFF_SRC: grad.host()})   # in place is allowed
+    elif not add_to:
+        prim({_DIFF_DST: gi, _DST: d, _DIFF_SRC: grad.host_write_only()})
+    else:
+        tmp = scratch("relu_gradient", d.shape)
+        prim({_DIFF_DST: gi, _DST: d, _DIFF_SRC: tmp})
+        out = grad.host()
+        np.add(out, tmp, out=out)
+    return True

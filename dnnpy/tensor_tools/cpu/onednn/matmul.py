@@ -1,0 +1,73 @@
+"""oneDNN's matmul for the CPU twin's ``gemm`` (dlib's ``tt::gemm`` in CHANNEL_WISE mode,
+float32): ``dest = alpha*op(lhs) @ op(rhs) + beta*dest`` on the ``num_samples x rest``
+matrix views.
+
+The point is less speed (OpenBLAS is as fast at fc sizes) than threads: after a
+multi-threaded OpenBLAS GEMM, its worker spins ~0.1 s and starves oneDNN's OpenMP threads on
+a small machine, so a training step should make no OpenBLAS call (issue 12, report section
+7). Transposes are format tags on the operand descriptors (``ba``: the stored matrix read
+transposed); ``beta != 0`` is a sum post-op (``dst = beta*dst + result``); ``beta == 0``
+does not read dest (a NaN-filled dest does not leak). ``alpha != 1`` and PLANE_WISE mode
+run on numpy.
+"""
+
+from __future__ import annotations
+
+from . import _api as A
+from . import _primitive as P
+from ._common import cached
+from ._state import active
+
+__all__ = ["gemm"]
+
+_SRC, _WEI, _DST = A.ARGS["DNNL_ARG_SRC"], A.ARGS["DNNL_ARG_WEIGHTS"], A.ARGS["DNNL_ARG_DST"]
+_AB, _BA = A.ENUMS["dnnl_ab"], A.ENUMS["dnnl_ba"]
+_cache = P.Cache()
+
+
+def _build(m, k, n, trans_lhs, trans_rhs, beta):
+    a = P.MemoryDesc((m, k), _BA if trans_lhs else _AB)
+    b = P.MemoryDesc((k, n), _BA if trans_rhs else _AB)
+    c = P.plain((m, n))
+    attr = P.Attr(("sum", beta)) if beta != 0 else None
+    owned = [a, b, c] + ([attr] if attr is not None else [])
+    try:
+        pd = A.api().new("dnnl_matmul_primitive_desc_create", P.engine(), a.handle, b.handle,
+                         None, c.handle, attr.handle if attr is not None else None)
+    except Exception:
+        for o in owned:
+            o.destroy()
+        raise
+    return P.Primitive(pd, {_SRC: a, _WEI: b, _DST: c}, owned=owned)
+
+
+def _matrix(t):
+    n = t.num_samples()
+    return n, t.size() // n if n else 0
+
+
+def gemm(beta, dest, alpha, lhs, trans_lhs, rhs, trans_rhs, mode=0) -> bool:
+    """The twin's ``gemm`` through oneDNN; False when numpy must run (PLANE_WISE, alpha != 1,
+    not float32, an empty matrix, dest sharing memory with an operand)."""
+    if mode != 0 or alpha != 1 or not active():
+        return False
+    if dest.is_aliased_with(lhs) or dest.is_aliased_with(rhs):
+        return False
+    x, w = lhs.host_read(), rhs.host_read()
+    if not P.f32_contiguous(x, w, dest.host_read()):
+        return False
+    (m, k), (n2, n) = _matrix(lhs), _matrix(rhs)
+    if trans_lhs:
+        m, k = k, m
+    if trans_rhs:
+        n2, n = n, n2
+    if m == 0 or k == 0 or n == 0:
+        return False
+    beta = float(beta)
+    prim = cached(_cache, ("gemm", m, k, n, bool(trans_lhs), bool(trans_rhs), beta),
+                  lambda: _build(m, k, n, bool(trans_lhs), bool(trans_rhs), beta))
+    if prim is None:
+        return False
+    out = dest.host() if beta != 0 else dest.host_write_only()
+    prim({_SRC: x, _WEI: w, _DST: out})
+    return True

@@ -1,0 +1,164 @@
+"""oneDNN's max and average pooling, forward and backward, for the CPU twin.
+
+dlib's semantics map exactly: the output size is dlib's floor, which makes oneDNN's right
+padding ``(Ho-1)*s + window - H - pad`` possibly negative (oneDNN accepts it); average
+pooling excludes the padding from each window's count (``pooling_avg_exclude_padding``);
+padding never wins a max; a tied max window sends its gradient to its first maximum in
+row-major order, as dlib's ``max_point`` (checked in tests/test_onednn_ops.py). Results are
+bit-identical to numpy's for finite inputs. NaN differs: oneDNN's max ignores NaNs (a
+window's max is that of its other pixels, which gets the gradient), numpy's propagates
+them (NaN out, gradient to the window's first pixel); the trainer refuses NaN data, so only
+finite inputs are promised equal.
+
+Max pooling's backward needs the forward's workspace (the argmax of each window, one byte
+per output here). ``tt.pooling`` owns a ``state`` dict and passes it to both calls: the
+forward keeps the workspace there with ``src.write_stamp()``; the backward uses it only if
+the stamp still matches (same view, not written since), otherwise re-runs the forward into
+scratch to rebuild it (about 2x the backward's cost, still far below numpy's).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _api as A
+from . import _primitive as P
+from ._common import OwnedPD, cached, scratch
+from ._state import active
+
+__all__ = ["pooling_forward", "pooling_backward"]
+
+_SRC, _DST, _WS = A.ARGS["DNNL_ARG_SRC"], A.ARGS["DNNL_ARG_DST"], A.ARGS["DNNL_ARG_WORKSPACE"]
+_DIFF_SRC, _DIFF_DST = A.ARGS["DNNL_ARG_DIFF_SRC"], A.ARGS["DNNL_ARG_DIFF_DST"]
+_STATE_KEY = "onednn_max_pool_workspace"
+_cache = P.Cache()
+
+
+def _geometry(src_shape, dst_shape, wh, ww, sy, sx, py, px):
+    """(strides, kernel, dilation, padding_l, padding_r) as ``dnnl_dims_t``."""
+    h, w = src_shape[2:]
+    ho, wo = dst_shape[2:]
+    pr_y = (ho - 1) * sy + wh - h - py       # may be negative: dlib's floor output size
+    pr_x = (wo - 1) * sx + ww - w - px
+    return (A.dims(sy, sx), A.dims(wh, ww), A.dims(0, 0), A.dims(py, px), A.dims(pr_y, pr_x))
+
+
+def _alg(do_max):
+    return A.ENUMS["dnnl_pooling_max" if do_max else "dnnl_pooling_avg_exclude_padding"]
+
+
+def _forward_pd(src_md, dst_md, do_max, training, geometry):
+    prop = A.ENUMS["dnnl_forward_training" if training else "dnnl_forward_inference"]
+    return A.api().new("dnnl_pooling_forward_primitive_desc_create", P.engine(), prop,
+                       _alg(do_max), src_md.handle, dst_md.handle, *geometry, None)
+
+
+def _build_forward(src_shape, dst_shape, do_max, training, window):
+    src_md, dst_md = P.plain(src_shape), P.plain(dst_shape)
+    try:
+        pd = _forward_pd(src_md, dst_md, do_max, training, _geometry(src_shape, dst_shape, *window))
+    except Exception:
+        src_md.destroy()
+        dst_md.destroy()
+        raise
+    external = {_SRC: src_md, _DST: dst_md}
+    if do_max and training:
+        external[_WS] = A.ENUMS["dnnl_query_workspace_md"]
+    prim = P.Primitive(pd, external, owned=[src_md, dst_md])
+    prim.workspace_bytes = (A.api().dnnl_memory_desc_get_size(
+        prim.query_md(A.ENUMS["dnnl_query_workspace_md"])) if do_max and training else 0)
+    return prim
+
+
+def _build_backward(src_shape, dst_shape, do_max, window):
+    src_md, dst_md = P.plain(src_shape), P.plain(dst_shape)
+    geometry = _geometry(src_shape, dst_shape, *window)
+    hint = None
+    try:
+        hint = OwnedPD(_forward_pd(src_md, dst_md, do_max, True, geometry))
+        pd = A.api().new("dnnl_pooling_backward_primitive_desc_create", P.engine(),
+                         _alg(do_max), src_md.handle, dst_md.handle, *geometry, hint.handle, None)
+    except Exception:
+        for o in (src_md, dst_md, hint):
+            if o is not None:
+                o.destroy()
+        raise
+    external = {_DIFF_DST: dst_md, _DIFF_SRC: src_md}
+    if do_max:
+        external[_WS] = A.ENUMS["dnnl_query_workspace_md"]
+    return P.Primitive(pd, external, owned=[src_md, dst_md, hint])
+
+
+def _forward_prim(src_shape, dst_shape, do_max, training, window):
+    return cached(_cache, ("pooling_forward", src_shape, dst_shape, do_max, training, window),
+                  lambda: _build_forward(src_shape, dst_shape, do_max, training, window))
+
+
+def pooling_forward(dest, src, do_max, wh, ww, sy, sx, py, px, state=None) -> bool:
+    """dlib's pooling forward into ``dest`` (already sized); with ``state`` (a dict owned by
+    ``tt.pooling``) max pooling keeps its workspace there for the backward."""
+    if not active():
+        return False
+    x = src.host_read()
+    if not P.f32_contiguous(x) or x.size == 0:
+        return False
+    window = (wh, ww, sy, sx, py, px)
+    training = do_max and state is not None
+    prim = _forward_prim(x.shape, dest.shape, do_max, training, window)
+    if prim is None:
+        return False
+    out = dest.host_write_only()
+    if not training:
+        prim({_SRC: x, _DST: out})
+        return True
+    kept = state.get(_STATE_KEY)
+    ws = kept[2] if kept is not None and kept[2].size == prim.workspace_bytes else \
+        np.empty(prim.workspace_bytes, np.uint8)
+    state[_STATE_KEY] = None          # invalid while being rewritten
+    prim({_SRC: x, _DST: out, _WS: ws})
+    state[_STATE_KEY] = ((x.shape, dest.shape, window), src.write_stamp(), ws)
+    return True
+
+
+def _workspace(state, src, x, dst_shape, window):
+    """The max-pool workspace of ``src`` from ``state`` if it is current, else recomputed
+    into scratch by a training forward whose output is discarded."""
+    kept = state.get(_STATE_KEY) if state is not None else None
+    if kept is not None and kept[0] == (x.shape, dst_shape, window) and kept[1] == src.write_stamp():
+        return kept[2]
+    prim = _forward_prim(x.shape, dst_shape, True, True, window)
+    if prim is None:
+        return None
+    ws = scratch("pooling_workspace", (prim.workspace_bytes,), np.uint8)
+    prim({_SRC: x, _DST: scratch("pooling_dst", dst_shape), _WS: ws})
+    return ws
+
+
+def pooling_backward(gradient_input, dest, src, grad, do_max, wh, ww, sy, sx, py, px,
+                     add_to=True, state=None) -> bool:
+    """dlib's pooling gradient: added to ``grad`` (assigned when ``add_to`` is False)."""
+    if not active():
+        return False
+    x = src.host_read()
+    gi = gradient_input.host_read()
+    if not P.f32_contiguous(x, gi) or x.size == 0:
+        return False
+    window = (wh, ww, sy, sx, py, px)
+    key = ("pooling_backward", x.shape, gi.shape, do_max, window)
+    prim = cached(_cache, key, lambda: _build_backward(x.shape, gi.shape, do_max, window))
+    if prim is None:
+        return False
+    buffers = {_DIFF_DST: gi}
+    if do_max:
+        ws = _workspace(state, src, x, gi.shape, window)
+        if ws is None:
+            return False
+        buffers[_WS] = ws
+    if add_to:
+        tmp = scratch("pooling_backward", x.shape)
+        prim({**buffers, _DIFF_SRC: tmp})
+        out = grad.host()
+        np.add(out, tmp, out=out)
+    else:
+        prim({**buffers, _DIFF_SRC: grad.host_write_only()})
+    return True

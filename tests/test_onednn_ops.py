@@ -1,0 +1,266 @@
+"""The non-conv oneDNN ops under the CPU twin (relu, pooling, batch norm, gemm) against the
+numpy twin (``tt.force_numpy()``), in float32.
+
+Tolerances, and why:
+- relu forward/backward and max pooling: exact (a select; the gradient placement of tied
+  windows is checked with integer gradients, whose sums are exact in any order).
+- average pooling, and max-pool gradients of overlapping windows with real-valued
+  gradients: a few ulps (the order in which a pixel's window shares are summed differs).
+- batch norm: oneDNN accumulates its statistics in float32, numpy in float64 (as dlib):
+  measured <= 1e-5 relative at 64x32x32x32, <= 4e-7 at these small shapes; bound 2e-5.
+- gemm: float32 dot products of a few terms, summed in another order: 1e-6 relative.
+"""
+
+import numpy as np
+import pytest
+
+from dnnpy import layers as L
+from dnnpy import test_layer
+from dnnpy.tensor import default_dtype, resizable_tensor
+from dnnpy.tensor_tools import cpu, force_numpy
+from dnnpy.tensor_tools.cpu import onednn
+
+from helpers import assert_close_scaled
+
+pytestmark = pytest.mark.skipif(not onednn.available(), reason="oneDNN is not available")
+
+RNG = np.random.default_rng(12)
+
+
+def T(a):
+    t = resizable_tensor(*a.shape)
+    t.host_write_only()[...] = a
+    return t
+
+
+def rand(*shape):
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def both(fn):
+    """``fn()`` with oneDNN active, then under force_numpy (each returns arrays)."""
+    got = fn()
+    with force_numpy():
+        want = fn()
+    return got, want
+
+
+# ---------------------------------------------------------------------------------------
+# relu
+
+def test_relu_forward_and_gradient_are_bit_identical_in_every_mode():
+    x = rand(3, 4, 5, 6)
+    x[0, 0, 0, :3] = 0.0                       # relu(0) = 0: its gradient is 0
+    gi = rand(*x.shape)
+    prefill = rand(*x.shape)
+
+    def run():
+        src, dest = T(x), resizable_tensor(*x.shape)
+        cpu.relu(dest, src)
+        add = T(prefill)
+        cpu.relu_gradient(add, dest, T(gi))                     # add_to: grad += g
+        assign = T(np.full(x.shape, np.nan, np.float32))
+        cpu.relu_gradient(assign, dest, T(gi), add_to=False)    # assign, NaN does not leak
+        inplace = T(gi)
+        cpu.relu_gradient(inplace, dest, inplace)               # grad is gradient_input
+        return [t.numpy() for t in (dest, add, assign, inplace)]
+
+    for g, w in zip(*both(run)):
+        assert np.array_equal(g, w)
+    assert not np.isnan(run()[2]).any()
+
+
+# ---------------------------------------------------------------------------------------
+# pooling
+
+POOLS = [  # (wh, ww, sy, sx, py, px), src shape
+    ((2, 2, 2, 2, 0, 0), (2, 3, 8, 9)),        # odd width: dlib's floor, negative right pad
+    ((3, 3, 2, 2, 1, 1), (2, 3, 7, 9)),        # overlapping windows, padding
+    ((2, 3, 2, 1, 1, 2), (3, 2, 6, 7)),
+    ((5, 6, 1, 1, 0, 0), (2, 2, 5, 6)),        # the whole image (max_pool_everything)
+]
+
+
+def _out_shape(shape, wh, ww, sy, sx, py, px):
+    n, k, h, w = shape
+    return (n, k, 1 + (h + 2 * py - wh) // sy, 1 + (w + 2 * px - ww) // sx)
+
+
+@pytest.mark.parametrize("do_max", [True, False], ids=["max", "avg"])
+@pytest.mark.parametrize("window,shape", POOLS)
+def test_pooling_matches_numpy_with_ties(window, shape, do_max):
+    # after a relu and rounding, many windows hold tied maxima (zeros and repeated values)
+    x = np.round(np.maximum(rand(*shape), 0), 1)
+    out_shape = _out_shape(shape, *window)
+    gi_int = RNG.integers(-8, 9, out_shape).astype(np.float32)    # exact sums: placement
+    gi = rand(*out_shape)
+    prefill = rand(*shape)
+
+    def run():
+        src, dest, state = T(x), resizable_tensor(*out_shape), {}
+        cpu.pooling_forward(dest, src, do_max, *window, state=state)
+        assign = T(np.full(shape, np.nan, np.float32))
+        cpu.pooling_backward(T(gi_int), dest, src, assign, do_max, *window, add_to=False,
+                             state=state)
+        add = T(prefill)
+        cpu.pooling_backward(T(gi), dest, src, add, do_max, *window, state=state)
+        return [t.numpy() for t in (dest, assign, add)]
+
+    got, want = both(run)
+    disjoint = window[2] >= window[0] and window[3] >= window[1]   # one window per pixel
+    # max: forward and integer-gradient placement exact; real-valued gradients of
+    # overlapping windows and every average are sums in another order (a few ulps)
+    exact = (do_max, do_max, do_max and disjoint)
+    for g, w, ok, what in zip(got, want, exact, ("forward", "gradient (assign)", "gradient (add)")):
+        if ok:
+            assert np.array_equal(g, w), what
+        else:
+            assert_close_scaled(g, w, 4e-7, what)
+
+
+def test_max_pool_workspace_missing_or_stale_is_recomputed():
+    window, shape = (3, 3, 2, 2, 1, 1), (2, 3, 7, 9)
+    out_shape = _out_shape(shape, *window)
+    gi = RNG.integers(-8, 9, out_shape).astype(np.float32)
+    x1, x2 = rand(*shape), rand(*shape)
+
+    def grad(src, dest, state):
+        g = T(np.zeros(shape, np.float32))
+        cpu.pooling_backward(T(gi), dest, src, g, True, *window, state=state)
+        return g.numpy()
+
+    src, dest, state = T(x1), resizable_tensor(*out_shape), {}
+    cpu.pooling_forward(dest, src, True, *window, state=state)
+    with force_numpy():
+        want1 = grad(src, dest, None)
+    assert np.array_equal(grad(src, dest, state), want1)      # kept workspace
+    assert np.array_equal(grad(src, dest, None), want1)       # none: forward re-run
+    src.host()[...] = x2                                      # src written since the forward
+    with force_numpy():
+        want2 = grad(src, dest, None)
+    assert not np.array_equal(want1, want2)
+    assert np.array_equal(grad(src, dest, state), want2)
+    other = T(x1)                                             # another tensor, same shape
+    with force_numpy():
+        want3 = grad(other, dest, None)
+    assert np.array_equal(grad(other, dest, state), want3)
+
+
+# ---------------------------------------------------------------------------------------
+# batch norm
+
+@pytest.mark.parametrize("conv,shape", [(True, (6, 4, 5, 3)), (False, (7, 3, 2, 2))],
+                         ids=["conv", "fc"])
+@pytest.mark.parametrize("f", [1.0, 0.25])
+def test_batch_norm_matches_numpy(conv, shape, f):
+    pshape = (1, shape[1], 1, 1) if conv else (1,) + shape[1:]
+    x = rand(*shape) * 3 + 1
+    gamma, beta, gi, prefill = rand(*pshape), rand(*pshape), rand(*shape), rand(*shape)
+    old_m, old_v = rand(*pshape), np.abs(rand(*pshape)) + 0.5
+    fwd = cpu.batch_normalize_conv if conv else cpu.batch_normalize
+    bwd = cpu.batch_normalize_conv_gradient if conv else cpu.batch_normalize_gradient
+
+    def run():
+        src = T(x)
+        dest, means, invstds = (resizable_tensor(*s) for s in (shape, pshape, pshape))
+        if f == 1:   # assigned: NaN in the old running statistics must not leak
+            rm, rv = T(np.full(pshape, np.nan, np.float32)), T(np.full(pshape, np.nan, np.float32))
+        else:
+            rm, rv = T(old_m), T(old_v)
+        fwd(1e-5, dest, means, invstds, f, rm, rv, src, T(gamma), T(beta))
+        out = [dest, means, invstds, rm, rv]
+        for add_to in (True, False):
+            sg = T(prefill) if add_to else T(np.full(shape, np.nan, np.float32))
+            gg, bg = resizable_tensor(*pshape), resizable_tensor(*pshape)
+            bwd(1e-5, T(gi), means, invstds, src, T(gamma), sg, gg, bg, add_to=add_to)
+            out += [sg, gg, bg]
+        return [t.numpy() for t in out]
+
+    got, want = both(run)
+    names = ("dest", "means", "invstds", "running_means", "running_variances", "src_grad (add)",
+             "gamma_grad", "beta_grad", "src_grad (assign)", "gamma_grad", "beta_grad")
+    for g, w, what in zip(got, want, names):
+        assert not np.isnan(g).any(), what
+        assert_close_scaled(g, w, 2e-5, what)
+
+
+def test_running_statistics_follow_dlibs_update_of_onednns_statistics():
+    """The running statistics are updated in float64 from the statistics oneDNN returns,
+    exactly as the numpy twin updates them from its own."""
+    shape, pshape, f, eps = (5, 3, 4, 4), (1, 3, 1, 1), 0.3, 1e-5
+    x = rand(*shape)
+    old_m, old_v = rand(*pshape), np.abs(rand(*pshape)) + 0.5
+    dest, means, invstds = (resizable_tensor(*s) for s in (shape, pshape, pshape))
+    rm, rv = T(old_m), T(old_v)
+    cpu.batch_normalize_conv(eps, dest, means, invstds, f, rm, rv, T(x), T(rand(*pshape)),
+                             T(rand(*pshape)))
+    m = means.numpy().astype(np.float64)
+    want_m = ((1 - f) * old_m.astype(np.float64) + f * m).astype(np.float32)
+    assert np.array_equal(rm.numpy(), want_m)
+    var = 1.0 / np.square(invstds.numpy().astype(np.float64)) - eps   # float32 invstd: ~1e-7
+    count = x.size // 3
+    want_v = (1 - f) * old_v.astype(np.float64) + f * var * count / (count - 1)
+    assert_close_scaled(rv.numpy(), want_v, 1e-6, "running_variances")
+
+
+# ---------------------------------------------------------------------------------------
+# gemm
+
+@pytest.mark.parametrize("beta", [0.0, 1.0])
+@pytest.mark.parametrize("trans_lhs,trans_rhs", [(False, False), (False, True), (True, False),
+                                                 (True, True)])
+def test_gemm_matches_numpy(trans_lhs, trans_rhs, beta):
+    m, k, n = 6, 20, 5
+    a = rand(k, m, 1, 1) if trans_lhs else rand(m, 4, 5, 1)
+    b = rand(n, 2, 10, 1) if trans_rhs else rand(k, n, 1, 1)
+    d0 = rand(m, n, 1, 1) if beta else np.full((m, n, 1, 1), np.nan, np.float32)
+
+    def run():
+        dest = T(d0)
+        cpu.gemm(beta, dest, 1.0, T(a), trans_lhs, T(b), trans_rhs)
+        return [dest.numpy()]
+
+    (got,), (want,) = both(run)
+    assert not np.isnan(got).any()
+    assert_close_scaled(got, want, 1e-6, "gemm")
+
+
+def test_unsupported_cases_fall_back_to_numpy():
+    a, b = T(rand(4, 3, 1, 1)), T(rand(3, 2, 1, 1))
+    assert not onednn.gemm(0.0, T(rand(4, 2, 1, 1)), 2.0, a, False, b, False)   # alpha != 1
+    with default_dtype(np.float64):
+        src, dest = T(rand(2, 3, 4, 4)), resizable_tensor(2, 3, 4, 4)
+    assert src.host_read().dtype == np.float64
+    assert not onednn.relu(dest, src)
+    with force_numpy():
+        assert not onednn.relu(resizable_tensor(2, 3, 4, 4), T(rand(2, 3, 4, 4)))
+
+
+# ---------------------------------------------------------------------------------------
+# the layers' test_layer rows run with oneDNN doing the work
+
+LAYER_ROWS = {
+    "relu_": (lambda: L.relu_(), (2, 3, 4, 5), "relu_gradient"),
+    "max_pool_": (lambda: L.max_pool_(3, 3, 2, 2), (2, 2, 5, 7), "pooling_backward"),
+    "avg_pool_": (lambda: L.avg_pool_(2, 3, 2, 1, 1, 2), (3, 2, 6, 7), "pooling_backward"),
+    "bn_con": (lambda: L.bn_(L.CONV_MODE), (4, 3, 3, 2), "batch_normalize_conv_gradient"),
+    "bn_fc": (lambda: L.bn_(L.FC_MODE), (5, 2, 2, 3), "batch_normalize_gradient"),
+    "fc_": (lambda: L.fc_(3), (4, 2, 3, 2), "gemm"),
+}
+
+
+@pytest.mark.parametrize("name", list(LAYER_ROWS))
+def test_layer_rows_with_onednn(name, monkeypatch):
+    make, shape, op = LAYER_ROWS[name]
+    done = []
+    real = getattr(onednn, op)
+
+    def spy(*args, **kwargs):
+        ok = real(*args, **kwargs)
+        done.append(ok)
+        return ok
+
+    monkeypatch.setattr(onednn, op, spy)
+    result = test_layer(make(), dtype=np.float32, input_shape=shape)
+    assert result, f"{name}:\n{result.log}"
+    assert done and all(done), f"{op}: oneDNN did not run ({done[:5]})"
