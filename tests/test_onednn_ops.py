@@ -146,6 +146,27 @@ def test_max_pool_workspace_missing_or_stale_is_recomputed():
     assert np.array_equal(grad(other, dest, state), want3)
 
 
+def test_max_pool_input_with_nan_propagates_as_numpy_does():
+    # oneDNN's max ignores NaN; a swallowed NaN would hide a diverging net, so such inputs
+    # go to numpy: NaN out, and the gradient to the window's first pixel
+    window, shape = (2, 2, 2, 2, 0, 0), (2, 3, 6, 6)
+    out_shape = _out_shape(shape, *window)
+    x = rand(*shape)
+    x[1, 2, 3, 2] = np.nan
+    gi = RNG.integers(-8, 9, out_shape).astype(np.float32)
+
+    def run():
+        src, dest, state = T(x), resizable_tensor(*out_shape), {}
+        cpu.pooling_forward(dest, src, True, *window, state=state)
+        g = T(np.zeros(shape, np.float32))
+        cpu.pooling_backward(T(gi), dest, src, g, True, *window, state=state)
+        return dest.numpy(), g.numpy()
+
+    (y, g), (y0, g0) = both(run)
+    assert np.isnan(y[1, 2, 1, 1]) and np.array_equal(y, y0, equal_nan=True)
+    assert np.array_equal(g, g0)
+
+
 # ---------------------------------------------------------------------------------------
 # batch norm
 

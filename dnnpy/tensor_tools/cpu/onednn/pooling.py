@@ -5,10 +5,11 @@ padding ``(Ho-1)*s + window - H - pad`` possibly negative (oneDNN accepts it); a
 pooling excludes the padding from each window's count (``pooling_avg_exclude_padding``);
 padding never wins a max; a tied max window sends its gradient to its first maximum in
 row-major order, as dlib's ``max_point`` (checked in tests/test_onednn_ops.py). Results are
-bit-identical to numpy's for finite inputs. NaN differs: oneDNN's max ignores NaNs (a
+bit-identical to numpy's for finite inputs. NaN would differ: oneDNN's max ignores NaNs (a
 window's max is that of its other pixels, which gets the gradient), numpy's propagates
-them (NaN out, gradient to the window's first pixel); the trainer refuses NaN data, so only
-finite inputs are promised equal.
+them (NaN out, gradient to the window's first pixel). A NaN that max pooling swallowed
+would hide a diverging net, so max pooling checks its input (one sum, a few percent of the
+op) and hands an input holding NaN to numpy, forward and backward.
 
 Max pooling's backward needs the forward's workspace (the argmax of each window, one byte
 per output here). ``tt.pooling`` owns a ``state`` dict and passes it to both calls: the
@@ -103,6 +104,10 @@ def pooling_forward(dest, src, do_max, wh, ww, sy, sx, py, px, state=None) -> bo
     if not P.f32_contiguous(x) or x.size == 0:
         return False
     window = (wh, ww, sy, sx, py, px)
+    if do_max and _has_nan(x):
+        if state is not None:
+            state[_STATE_KEY] = None
+        return False
     training = do_max and state is not None
     prim = _forward_prim(x.shape, dest.shape, do_max, training, window)
     if prim is None:
@@ -120,12 +125,20 @@ def pooling_forward(dest, src, do_max, wh, ww, sy, sx, py, px, state=None) -> bo
     return True
 
 
+def _has_nan(x):
+    # a NaN anywhere makes the sum NaN; inf alone does not, and +inf with -inf only
+    # sends a harmless case to numpy
+    return bool(np.isnan(np.add.reduce(x, axis=None)))
+
+
 def _workspace(state, src, x, dst_shape, window):
     """The max-pool workspace of ``src`` from ``state`` if it is current, else recomputed
     into scratch by a training forward whose output is discarded."""
     kept = state.get(_STATE_KEY) if state is not None else None
     if kept is not None and kept[0] == (x.shape, dst_shape, window) and kept[1] == src.write_stamp():
         return kept[2]
+    if _has_nan(x):
+        return None
     prim = _forward_prim(x.shape, dst_shape, True, True, window)
     if prim is None:
         return None
