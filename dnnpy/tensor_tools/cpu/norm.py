@@ -74,7 +74,7 @@ def batch_normalize_conv(eps, dest, means, invstds, averaging_factor, running_me
 
 
 def _normalize_gradient(stat_axes, param_axes, gradient_input, means, invstds, src, gamma,
-                        src_grad, gamma_grad, beta_grad, dmeans=None, dvars=None):
+                        src_grad, gamma_grad, beta_grad, dmeans=None, dvars=None, add_to=True):
     """dlib's three-pass gradient of ``(x - m)*invstd*gamma + beta`` where m and invstd are
     statistics over ``stat_axes`` and gamma/beta are shared over ``param_axes``."""
     g = gradient_input.host_read()
@@ -96,7 +96,11 @@ def _normalize_gradient(stat_axes, param_axes, gradient_input, means, invstds, s
     if dmeans is not None:
         dmeans.host_write_only()[...] = dmean.reshape(dmeans.shape)
         dvars.host_write_only()[...] = dvar.reshape(dvars.shape)
-    src_grad.host()[...] += dx * inv + dvar * (2 * invnum) * xm + dmean * invnum
+    result = dx * inv + dvar * (2 * invnum) * xm + dmean * invnum
+    if add_to:
+        src_grad.host()[...] += result
+    else:
+        src_grad.host_write_only()[...] = result
 
 
 def _stat_shape(shape, stat_axes):
@@ -104,15 +108,15 @@ def _stat_shape(shape, stat_axes):
 
 
 def batch_normalize_gradient(eps, gradient_input, means, invstds, src, gamma, src_grad,
-                             gamma_grad, beta_grad):
+                             gamma_grad, beta_grad, add_to=True):
     _normalize_gradient(_FC_AXES, _FC_AXES, gradient_input, means, invstds, src, gamma,
-                        src_grad, gamma_grad, beta_grad)
+                        src_grad, gamma_grad, beta_grad, add_to=add_to)
 
 
 def batch_normalize_conv_gradient(eps, gradient_input, means, invstds, src, gamma, src_grad,
-                                  gamma_grad, beta_grad):
+                                  gamma_grad, beta_grad, add_to=True):
     _normalize_gradient(_CONV_AXES, _CONV_AXES, gradient_input, means, invstds, src, gamma,
-                        src_grad, gamma_grad, beta_grad)
+                        src_grad, gamma_grad, beta_grad, add_to=add_to)
 
 
 def layer_normalize(eps, dest, means, invstds, src, gamma, beta):

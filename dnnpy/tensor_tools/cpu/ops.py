@@ -131,14 +131,17 @@ def relu(dest, src):
     np.maximum(src.host_read(), 0.0, out=dest.host())
 
 
-def relu_gradient(grad, dest, gradient_input):
+def relu_gradient(grad, dest, gradient_input, add_to=True):
     d = dest.host_read()
     gi = gradient_input.host_read()
-    out = grad.host()
     if grad is gradient_input:
+        out = grad.host()
         out[d <= 0] = 0
-    else:
+    elif add_to:
+        out = grad.host()
         out += np.where(d > 0, gi, 0.0)
+    else:
+        grad.host_write_only()[...] = np.where(d > 0, gi, 0.0)
 
 
 def dot(a, b) -> float:

@@ -40,7 +40,7 @@ def _valid_counts(size, n_out, window, stride, pad):
     return np.minimum(start + window, size) - np.maximum(start, 0)
 
 
-def pooling_forward(dest, src, do_max, wh, ww, sy, sx, py, px):
+def pooling_forward(dest, src, do_max, wh, ww, sy, sx, py, px, state=None):
     x = src.host_read()
     _, _, h, w = x.shape
     ho, wo = dest.nr(), dest.nc()
@@ -130,12 +130,13 @@ def _max_backward_windows(x, gi, gp, wh, ww, sy, sx, py, px):
     gp += total.reshape(gp.shape).astype(gp.dtype, copy=False)
 
 
-def pooling_backward(gradient_input, dest, src, grad, do_max, wh, ww, sy, sx, py, px):
+def pooling_backward(gradient_input, dest, src, grad, do_max, wh, ww, sy, sx, py, px,
+                     add_to=True, state=None):
     x = src.host_read()
     gi = gradient_input.host_read()
     n, k, h, w = x.shape
     ho, wo = gi.shape[2:]
-    g = grad.host()
+    g = grad.host() if add_to else grad.host_write_only()
     # gradients land in a zero-padded buffer; what falls on the padding is dropped
     gp = np.zeros((n, k, h + 2 * py, w + 2 * px), dtype=g.dtype)
     small = wh * ww <= ho * wo
@@ -153,4 +154,7 @@ def pooling_backward(gradient_input, dest, src, grad, do_max, wh, ww, sy, sx, py
             for r in range(ho):
                 for c in range(wo):
                     gp[:, :, r * sy:r * sy + wh, c * sx:c * sx + ww] += delta[:, :, r:r + 1, c:c + 1]
-    g += gp[:, :, py:py + h, px:px + w]
+    if add_to:
+        g += gp[:, :, py:py + h, px:px + w]
+    else:
+        g[...] = gp[:, :, py:py + h, px:px + w]
