@@ -171,13 +171,19 @@ def _avg_backward_taps(gi, g, add_to, h, w, wh, ww, sy, sx, py, px):
     count = np.outer(_valid_counts(h, ho, wh, sy, py), _valid_counts(w, wo, ww, sx, px))
     delta = gi / count.astype(gi.dtype)
     tiles = _tiles((h, w), (ho, wo), wh, ww, sy, sx, py, px)
-    if not add_to and not tiles:
+    if tiles:
+        # one broadcast pass over grad seen as (N, K, Ho, wh, Wo, ww): each pixel once
+        g6 = g.reshape(g.shape[0], g.shape[1], ho, wh, wo, ww, copy=False)   # a view, never a copy
+        share = delta[:, :, :, None, :, None]
+        if add_to:
+            g6 += share
+        else:
+            g6[...] = share
+        return
+    if not add_to:
         g.fill(0)
     for out_idx, in_idx in _tap_views((h, w), (ho, wo), wh, ww, sy, sx, py, px):
-        if tiles and not add_to:
-            g[in_idx] = delta[out_idx]
-        else:
-            g[in_idx] += delta[out_idx]
+        g[in_idx] += delta[out_idx]
 
 
 def _max_backward_windows(x, gi, gp, wh, ww, sy, sx, py, px):
