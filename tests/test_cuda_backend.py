@@ -362,6 +362,8 @@ def test_relu_and_gradient(rng, dtype):
     y = np.maximum(x, 0)
     _twin(lambda g, d, gi: tt.relu_gradient(g, d, gi), [_r(rng, 3, 4, 5, 6), y, _r(rng, 3, 4, 5, 6)], [0], dtype)
     _twin(lambda d, gi: tt.relu_gradient(gi, d, gi), [y, _r(rng, 3, 4, 5, 6)], [1], dtype)
+    _twin(lambda g, d, gi: tt.relu_gradient(g, d, gi, add_to=False),
+          [_r(rng, 3, 4, 5, 6), y, _r(rng, 3, 4, 5, 6)], [0], dtype, prefill={0: np.nan})
 
 
 @cuda_test

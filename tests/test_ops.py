@@ -98,3 +98,27 @@ def test_disable_env_parsing(monkeypatch):
     for value, disabled in (("", False), ("0", False), ("false", False), ("1", True), ("yes", True)):
         monkeypatch.setenv("DNNPY_DISABLE_CUDA", value)
         assert backend._env_disables_cuda() is disabled
+
+
+@pytest.mark.parametrize("mode", ["add", "assign", "inplace"])
+def test_relu_gradient_modes_and_non_finite_gradients(mode):
+    """gi where dest > 0, else exactly 0, even for an infinite or NaN gi (no ``inf*0``);
+    in place, a NaN dest keeps its gradient (dlib: zeroed only where dest <= 0). The numpy
+    twin's promise; oneDNN's differs for non-finite values (cpu/onednn/eltwise.py)."""
+    d = np.array([[1.0, 0.0, 2.0, 0.0, np.nan, 3.0]]).reshape(1, 6, 1, 1)
+    gi = np.array([[5.0, np.inf, -np.inf, np.nan, 7.0, -2.0]]).reshape(1, 6, 1, 1)
+    g = T(gi) if mode == "inplace" else T(np.full(gi.shape, 1.0 if mode == "add" else np.nan))
+    with tt.force_numpy():
+        _relu_gradient_modes(g, d, gi, mode)
+
+
+def _relu_gradient_modes(g, d, gi, mode):
+    if mode == "inplace":
+        tt.relu_gradient(g, T(d), g)
+        want = [5.0, 0.0, -np.inf, 0.0, 7.0, -2.0]
+    else:
+        tt.relu_gradient(g, T(d), T(gi), add_to=(mode == "add"))
+        want = [5.0, 0.0, -np.inf, 0.0, 0.0, -2.0]
+        if mode == "add":
+            want = [w + 1.0 for w in want]
+    np.testing.assert_array_equal(np.asarray(g).ravel(), want)

@@ -102,6 +102,52 @@ def test_pooling_matches_loop_reference(do_max, cfg):
     np.testing.assert_allclose(np.asarray(grad), 0.5 + pool_grad_ref(x, gi, grads), atol=1e-12)
 
 
+ASSIGN_CONFIGS = POOL_CONFIGS + [(2, 2, 2, 2, 0, 0), (2, 3, 3, 3, 0, 0), (1, 1, 2, 2, 0, 0)]
+
+
+@pytest.mark.parametrize("do_max", [True, False], ids=["max", "avg"])
+@pytest.mark.parametrize("cfg", ASSIGN_CONFIGS, ids=[str(c) for c in ASSIGN_CONFIGS])
+def test_pooling_gradient_assign_writes_every_element(do_max, cfg):
+    """``add_to=False`` on a NaN-filled grad: exactly the add path on zeros (windows that
+    tile the image, leave gaps, overlap or reach into the padding), and the reference."""
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 4, (2, 3, 6, 6)).astype(np.float64)
+    p = tt.pooling()
+    (p.setup_max_pooling if do_max else p.setup_avg_pooling)(*cfg)
+    dest = resizable_tensor()
+    p(dest, T(x))
+    gi = T(rng.standard_normal(dest.shape))
+    assigned = T(np.full(x.shape, np.nan))
+    p.get_gradient(gi, dest, T(x), assigned, add_to=False)
+    added = T(np.zeros(x.shape))
+    p.get_gradient(gi, dest, T(x), added)
+    np.testing.assert_array_equal(np.asarray(assigned), np.asarray(added))
+    ref, grads = pool_ref(x, do_max, *cfg)
+    np.testing.assert_allclose(np.asarray(added), pool_grad_ref(x, np.asarray(gi), grads), atol=1e-12)
+
+
+@pytest.mark.parametrize("add_to", [True, False])
+def test_max_pool_gradient_with_nan_input_and_inf_gradient(add_to):
+    """A NaN window sends its gradient to its first pixel inside the image; an infinite
+    gradient reaches only its window's maximum (never ``inf*0`` = NaN elsewhere)."""
+    x = np.arange(2 * 6 * 6, dtype=np.float64).reshape(1, 2, 6, 6) % 7
+    x[0, 0, 3, 3] = np.nan                        # window (1, 1) of 2x2 stride 2
+    p = tt.pooling()
+    p.setup_max_pooling(2, 2, 2, 2, 0, 0)
+    dest = resizable_tensor()
+    p(dest, T(x))
+    gi = np.ones(dest.shape)
+    gi[0, 1, 0, 0] = np.inf
+    grad = T(np.zeros(x.shape) if add_to else np.full(x.shape, np.nan))
+    p.get_gradient(T(gi), dest, T(x), grad, add_to=add_to)
+    g = np.asarray(grad)
+    assert g[0, 0, 2, 2] == 1.0 and g[0, 0, 3, 3] == 0.0     # first pixel of the NaN window
+    _, grads = pool_ref(np.nan_to_num(x, nan=-1.0), True, 2, 2, 2, 2, 0, 0)
+    want = pool_grad_ref(x, gi, grads)                        # the other windows as usual
+    np.testing.assert_array_equal(g[0, 1], want[0, 1])        # inf at one pixel, no NaN
+    assert np.isinf(g).sum() == 1 and not np.isnan(g).any()
+
+
 def test_max_pool_ignores_padding_even_for_negative_and_inf_inputs():
     x = np.full((1, 1, 3, 3), -5.0)
     x[0, 0, 0, 0] = -np.inf

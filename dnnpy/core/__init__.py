@@ -19,7 +19,10 @@ Two faces per node:
 
 Gradient buffers are zero-filled lazily: a node's gradient input is marked stale by a
 forward (and by a backward when ``zero_grads``) and zeroed at its next access, so layers
-can always ADD into their subnet's gradient (dlib core.h's scheme).
+can always ADD into their subnet's gradient (dlib core.h's scheme). A layer may instead ask
+``sub.get_gradient_input_target()``: while the buffer is stale it comes back sized but not
+zeroed, with ``add_to`` False, and the layer assigns every element (one write, no
+zero-fill); the buffer then counts as written, so later writers add.
 
 In place: a layer with ``forward_inplace`` runs in place iff the node below does not
 need its own output for its backward pass (``backward_needs_output``); tags, skips and the

@@ -28,6 +28,8 @@ class add_layer(net_node):
         self._wsub = subnet_wrapper(subnet)
         self._inplace_capable = hasattr(details, "forward_inplace")
         self._needs_output = bool(getattr(details, "backward_needs_output", False))
+        # an in-place layer whose backward_inplace takes add_to (False: assign data_grad)
+        self._assigns_stale = bool(getattr(details, "backward_inplace_takes_add_to", False))
         self._inplace = self._inplace_capable and not subnet._requires_forward_output()
         if self._inplace:
             subnet._disable_getters()
@@ -81,6 +83,16 @@ class add_layer(net_node):
             self._x_grad.fill(0)
         return self._x_grad
 
+    def _private_get_gradient_input_target(self):
+        if self._inplace:
+            return self._subnet._private_get_gradient_input_target()
+        if self._gradient_input_is_stale:
+            # sized, not zeroed: the caller assigns every element (see get_gradient_input_target)
+            self._gradient_input_is_stale = False
+            self._x_grad.copy_size(self._private_get_output())
+            return self._x_grad, False
+        return self._x_grad, True
+
     def _check_getters(self, what):
         if self._getters_disabled:
             raise RuntimeError(
@@ -98,6 +110,15 @@ class add_layer(net_node):
         backpropagate your own gradient (as in dlib); zeroed lazily by each pass."""
         self._check_getters("get_gradient_input")
         return self._private_get_gradient_input()
+
+    def get_gradient_input_target(self):
+        """``(tensor, add_to)``: the gradient input for a layer above that can either assign
+        or add. If this backward pass has not yet written it, it is sized but NOT zeroed and
+        ``add_to`` is False: the caller must assign every element (one write instead of a
+        zero-fill and an ADD). Otherwise ``add_to`` is True: ADD into it. Either way it is
+        no longer stale afterwards, so a second writer (a tag read by two layers) adds."""
+        self._check_getters("get_gradient_input_target")
+        return self._private_get_gradient_input_target()
 
     def get_parameter_gradient(self) -> tensor:
         """The gradient of the parameters from the last backward pass, as a
@@ -140,11 +161,16 @@ class add_layer(net_node):
         try:
             self._params_grad.copy_size(d.get_layer_params())
             if self._inplace_capable:
-                data_grad = self._wsub.get_gradient_input()
-                if self._needs_output:
-                    d.backward_inplace(self._private_get_output(), gi, data_grad, self._params_grad)
+                if self._assigns_stale:
+                    data_grad, add_to = self._wsub.get_gradient_input_target()
+                    extra = {"add_to": add_to}
                 else:
-                    d.backward_inplace(gi, data_grad, self._params_grad)
+                    data_grad, extra = self._wsub.get_gradient_input(), {}
+                if self._needs_output:
+                    d.backward_inplace(self._private_get_output(), gi, data_grad,
+                                       self._params_grad, **extra)
+                else:
+                    d.backward_inplace(gi, data_grad, self._params_grad, **extra)
             elif self._needs_output:
                 d.backward(self._private_get_output(), gi, self._wsub, self._params_grad)
             else:

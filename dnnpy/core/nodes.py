@@ -181,6 +181,16 @@ class net_node:
         without parameters)."""
         return _EMPTY
 
+    def get_gradient_input_target(self):
+        """``(tensor, add_to)``: the gradient input, and whether the caller must ADD into it
+        (True) or may ASSIGN every element (False: this pass has not written it yet; it is
+        sized but its contents are undefined). A node that cannot tell returns
+        ``(get_gradient_input(), True)``."""
+        return self._private_get_gradient_input_target()
+
+    def _private_get_gradient_input_target(self):
+        return self._private_get_gradient_input(), True
+
     def _requires_forward_output(self):
         # tags, skips and the input: a layer above them never runs in place
         return True
@@ -226,6 +236,11 @@ class subnet_wrapper:
 
     def get_gradient_input(self) -> tensor:
         return self._node._private_get_gradient_input()
+
+    def get_gradient_input_target(self):
+        """``(tensor, add_to)``: see ``add_layer.get_gradient_input_target``; with add_to
+        False the layer must assign every element of the tensor (it is not zeroed)."""
+        return self._node._private_get_gradient_input_target()
 
     def subnet(self):
         return self._node.subnet()
@@ -368,6 +383,13 @@ class input_node(net_node):
             self._grad_stale = False
         return self.grad_final
 
+    def _private_get_gradient_input_target(self):
+        if self._grad_stale or (self._x is not None and self.grad_final.shape != self._x.shape):
+            self.grad_final.copy_size(self._x)
+            self._grad_stale = False
+            return self.grad_final, False
+        return self.grad_final, True
+
     def get_gradient_input(self):
         """The gradient with respect to the input tensor (``grad_final``), zeroed lazily."""
         return self._private_get_gradient_input()
@@ -377,7 +399,8 @@ class input_node(net_node):
 
     def _backward(self, x, gradient_input=None, zero_grads=True):
         if gradient_input is not None:
-            tt.add(1, self._private_get_gradient_input(), 1, gradient_input)
+            target, add_to = self._private_get_gradient_input_target()
+            tt.add(1 if add_to else 0, target, 1, gradient_input)
         if self._tagged:
             return  # dlib's tag on the input: nothing to do
         # dlib's bottom add_layer zeroes grad_final (shaped as x) at the start of every
@@ -448,6 +471,9 @@ class add_tag_layer(_marker_node):
     def _private_get_gradient_input(self):
         return self._subnet._private_get_gradient_input()
 
+    def _private_get_gradient_input_target(self):
+        return self._subnet._private_get_gradient_input_target()
+
     def _backward(self, x, gradient_input=None, zero_grads=True):
         self._subnet._backward(x, gradient_input, zero_grads)
 
@@ -486,9 +512,13 @@ class add_skip_layer(_marker_node):
     def _private_get_gradient_input(self):
         return self.tagged_node()._private_get_gradient_input()
 
+    def _private_get_gradient_input_target(self):
+        return self.tagged_node()._private_get_gradient_input_target()
+
     def _backward(self, x, gradient_input=None, zero_grads=True):
         if gradient_input is not None:
-            tt.add(1, self._private_get_gradient_input(), 1, gradient_input)
+            target, add_to = self._private_get_gradient_input_target()
+            tt.add(1 if add_to else 0, target, 1, gradient_input)
         self._subnet._backward(x, zero_grads=zero_grads)
 
 

@@ -84,6 +84,9 @@ class repeat_layer(net_node):
     def _private_get_gradient_input(self):
         return self.copies[0]._private_get_gradient_input()
 
+    def _private_get_gradient_input_target(self):
+        return self.copies[0]._private_get_gradient_input_target()
+
     def _backward(self, x, gradient_input=None, zero_grads=True):
         copies = self.copies
         below = [c._private_get_output() for c in copies[1:]] + [self._subnet._private_get_output()]

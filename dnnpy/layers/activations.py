@@ -84,6 +84,8 @@ class relu_(computational_layer, _identity_map):
 
     dot_name = "relu"
     backward_needs_output = True
+    # backward_inplace takes add_to: the net passes False when data_grad is stale (assign)
+    backward_inplace_takes_add_to = True
 
     def __init__(self):
         super().__init__()
@@ -103,12 +105,14 @@ class relu_(computational_layer, _identity_map):
             return
         tt.relu(output, input)
 
-    def backward_inplace(self, computed_output, gradient_input, data_grad, params_grad):
+    def backward_inplace(self, computed_output, gradient_input, data_grad, params_grad, add_to=True):
+        """dlib's rule: assign when ``data_grad is gradient_input``, else ADD, or assign
+        every element when ``add_to`` is False (the net's stale-gradient path)."""
         if self.disabled:
             if data_grad is not gradient_input:
-                tt.add(1, data_grad, 1, gradient_input)
+                tt.add(1 if add_to else 0, data_grad, 1, gradient_input)
             return
-        tt.relu_gradient(data_grad, computed_output, gradient_input)
+        tt.relu_gradient(data_grad, computed_output, gradient_input, add_to)
 
     def serialize(self, w):
         """"relu_2": disabled; a layer read from a "relu_" record writes "relu_" back (no

@@ -20,7 +20,7 @@ import numpy as np
 from ..printing import xml_num
 from ..tensor import resizable_tensor
 
-__all__ = ["computational_layer", "with_multipliers", "randomize_parameters", "set_random_seed",
+__all__ = ["gradient_input_target", "computational_layer", "with_multipliers", "randomize_parameters", "set_random_seed",
            "seeded_initialisation",
            "get_learning_rate_multiplier", "get_weight_decay_multiplier",
            "get_bias_learning_rate_multiplier", "get_bias_weight_decay_multiplier"]
@@ -54,6 +54,15 @@ def randomize_parameters(params, fan_in_plus_fan_out):
     bound = np.sqrt(6.0 / fan_in_plus_fan_out)
     a = params.host_write_only()
     a[...] = (_rng.random(a.shape, dtype=np.float32) * 2 - 1) * np.float32(bound)
+
+
+def gradient_input_target(sub):
+    """``(tensor, add_to)`` for writing the data gradient into ``sub``: the subnet's
+    ``get_gradient_input_target()`` (with ``add_to`` False the tensor is sized but not zeroed
+    and every element must be assigned); a stand-in without it (``test_layer``'s subnet, a
+    user's) gives ``(sub.get_gradient_input(), True)``: ADD, as dlib's layers do."""
+    get = getattr(sub, "get_gradient_input_target", None)
+    return get() if get is not None else (sub.get_gradient_input(), True)
 
 
 def fmt(x) -> str:

@@ -16,7 +16,8 @@ from ..templates import layer_template
 from ._serial import (check_fits, expect_same, read_alias, read_multipliers, write_alias,
                       write_multipliers)
 from ._window import sliding_window
-from .base import check_int, computational_layer, randomize_parameters, with_multipliers
+from .base import (check_int, computational_layer, gradient_input_target, randomize_parameters,
+                   with_multipliers)
 
 __all__ = ["con_", "cont_", "con", "cont"]
 
@@ -261,21 +262,19 @@ class con_(_conv_base):
         x = sub.get_output()
         filt = self.filters(self.params, 0)
         self._conv.setup(x, filt, self.stride_y_, self.stride_x_, self.padding_y_, self.padding_x_)
-        if self.use_bias:
-            self._conv(False, output, x, filt, self.biases(self.params, self.filters.size()), self.use_relu)
-        else:
-            self._conv(False, output, x, filt)
-            if self.use_relu:
-                tt.relu(output, output)
+        biases = self.biases(self.params, self.filters.size()) if self.use_bias else None
+        self._conv(False, output, x, filt, biases, self.use_relu)
 
     def backward(self, gradient_input, sub, params_grad):
-        self._conv.get_gradient_for_data(True, gradient_input, self.filters(self.params, 0),
-                                         sub.get_gradient_input())
+        data_grad, add_to = gradient_input_target(sub)
+        self._conv.get_gradient_for_data(add_to, gradient_input, self.filters(self.params, 0),
+                                         data_grad)
         # dlib skips the parameter gradient when it would not be used
         if self.learning_rate_multiplier != 0:
+            # the bias gradient comes from the same call (sum of gradient_input per filter)
+            bias_grad = self.biases(params_grad, self.filters.size()) if self.use_bias else None
             self._conv.get_gradient_for_filters(False, gradient_input, sub.get_output(),
-                                                self.filters(params_grad, 0))
-            self._assign_bias_gradient(params_grad, gradient_input)
+                                                self.filters(params_grad, 0), bias_grad)
 
     def __repr__(self):
         s = super().__repr__()
@@ -325,7 +324,8 @@ class cont_(_conv_base):
             tt.add(1, output, 1, self.biases(self.params, self.filters.size()))
 
     def backward(self, gradient_input, sub, params_grad):
-        self._conv(True, sub.get_gradient_input(), gradient_input, self.filters(self.params, 0))
+        data_grad, add_to = gradient_input_target(sub)
+        self._conv(add_to, data_grad, gradient_input, self.filters(self.params, 0))
         if self.learning_rate_multiplier != 0:
             self._conv.get_gradient_for_filters(False, sub.get_output(), gradient_input,
                                                 self.filters(params_grad, 0))

@@ -21,7 +21,7 @@ from ..tensor import alias_tensor, resizable_tensor
 from ..templates import layer_template
 from ..printing import xml_matrix, xml_num
 from ._serial import read_alias, read_multipliers, write_alias, write_multipliers
-from .base import check_int, computational_layer, fmt, with_multipliers
+from .base import check_int, computational_layer, fmt, gradient_input_target, with_multipliers
 
 __all__ = ["CONV_MODE", "FC_MODE", "bn_", "bn_con", "bn_fc", "layer_norm_", "layer_norm",
            "rms_norm_", "rms_norm", "DEFAULT_BATCH_NORM_EPS", "DEFAULT_LAYER_NORM_EPS",
@@ -191,8 +191,9 @@ class bn_(_normalization):
         b_grad = self.beta(params_grad, self.gamma.size())
         op = (tt.batch_normalize_gradient if self.mode == FC_MODE
               else tt.batch_normalize_conv_gradient)
+        data_grad, add_to = gradient_input_target(sub)
         op(self.eps, gradient_input, self.means, self.invstds, sub.get_output(), g,
-           sub.get_gradient_input(), g_grad, b_grad)
+           data_grad, g_grad, b_grad, add_to)
 
     def _name(self):
         return "bn_con" if self.mode == CONV_MODE else "bn_fc"

@@ -14,7 +14,7 @@ from .. import tensor_tools as tt
 from ..templates import layer_template
 from ._serial import expect_same
 from ._window import sliding_window
-from .base import computational_layer
+from .base import computational_layer, gradient_input_target
 
 __all__ = ["max_pool_", "avg_pool_", "max_pool", "avg_pool", "max_pool_everything",
            "avg_pool_everything"]
@@ -50,7 +50,8 @@ class _pool_base(sliding_window, computational_layer):
     def backward(self, computed_output, gradient_input, sub, params_grad):
         x = sub.get_output()
         self._setup_pool(x)
-        self._pool.get_gradient(gradient_input, computed_output, x, sub.get_gradient_input())
+        data_grad, add_to = gradient_input_target(sub)
+        self._pool.get_gradient(gradient_input, computed_output, x, data_grad, add_to)
 
     def map_input_to_output(self, p):
         return self._window_map(p)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from ..tensor import resizable_tensor, tensor
 from .backend import _backend, _check_tensors
-from .ops import add, relu
 
 
 def _conv_out_size(n, f, stride, pad):
@@ -101,32 +100,46 @@ class tensor_conv:
 
     # -- operations ----------------------------------------------------------------------
     def __call__(self, add_to_output, output, data, filters, biases=None, use_relu=False):
-        """``output (+)= conv(data, filters)``; with ``biases`` (``(1, K, 1, 1)``) the bias is
-        added and, if ``use_relu``, a ReLU applied (dlib's fused forward; it assigns).
+        """``output (+)= conv(data, filters)``; then, with ``biases`` (``(1, K, 1, 1)``, or
+        any tensor of K elements), ``output += biases`` per channel, and, if ``use_relu``,
+        ``output = max(0, output)``: dlib's fused forward, done by the twin in one call.
 
         A ``resizable_tensor`` output is resized first (only when not adding)."""
         self._require_setup("__call__")
         if isinstance(output, resizable_tensor) and not add_to_output:
             output.set_size(*self.output_shape(data.num_samples()))
         self._check("__call__", data=data, filters=filters, output=output)
-        _backend().conv_forward(add_to_output, output, data, filters, *self._args())
         if biases is not None:
-            add(1, output, 1, biases)
-            if use_relu:
-                relu(output, output)
+            self._check_bias("__call__", biases, "biases")
+        _backend().conv_forward(add_to_output, output, data, filters, *self._args(),
+                                biases=biases, use_relu=bool(use_relu))
+
+    def _check_bias(self, op, t, name):
+        if not isinstance(t, tensor):
+            raise TypeError(f"tensor_conv.{op}: {name} must be a dnnpy tensor")
+        k = self._filter_shape[0]
+        if t.size() != k:
+            raise ValueError(f"tensor_conv.{op}: {name}{t.shape} must hold one value per filter "
+                             f"({k}, filters{self._filter_shape})")
 
     def get_gradient_for_data(self, add_to_output, gradient_input, filters, data_gradient):
         """``data_gradient (+)=`` the gradient of ``dot(conv(data, filters), gradient_input)``
-        with respect to data."""
+        with respect to data. With ``add_to_output`` False every element is assigned (the old
+        contents, even NaN, are not read)."""
         self._check("get_gradient_for_data", gradient_input=gradient_input, filters=filters,
                     data_gradient=data_gradient)
         _backend().conv_backward_data(add_to_output, gradient_input, filters, data_gradient,
                                       *self._args())
 
-    def get_gradient_for_filters(self, add_to_output, gradient_input, data, filters_gradient):
+    def get_gradient_for_filters(self, add_to_output, gradient_input, data, filters_gradient,
+                                 bias_gradient=None):
         """``filters_gradient (+)=`` the gradient of ``dot(conv(data, filters),
-        gradient_input)`` with respect to filters."""
+        gradient_input)`` with respect to filters. With ``bias_gradient`` (K elements) the
+        bias gradient, the sum of ``gradient_input`` over samples, rows and columns, is also
+        ASSIGNED to it (whatever ``add_to_output`` says), in the same call."""
         self._check("get_gradient_for_filters", gradient_input=gradient_input, data=data,
                     filters_gradient=filters_gradient)
+        if bias_gradient is not None:
+            self._check_bias("get_gradient_for_filters", bias_gradient, "bias_gradient")
         _backend().conv_backward_filters(add_to_output, gradient_input, data, filters_gradient,
-                                         *self._args())
+                                         *self._args(), bias_gradient=bias_gradient)

@@ -7,7 +7,9 @@ Argument orders are dlib's. The dispatchers check shapes and size the outputs
 implementations do, then call the active backend's twin of the same name.
 
 Gradient ops follow dlib: they ADD the data gradient to ``src_grad`` and ASSIGN the
-parameter gradients (``gamma_grad``, ``beta_grad``).
+parameter gradients (``gamma_grad``, ``beta_grad``). The batch norm gradients take
+``add_to=False`` to ASSIGN ``src_grad`` instead (every element; its old contents, even NaN,
+are not read): the layer's "target is stale" path.
 
 Shapes, as dlib's implementation uses them:
 
@@ -119,7 +121,7 @@ def _bn_train(op, conv, eps, dest, means, invstds, averaging_factor, running_mea
 
 
 def _bn_gradient(op, conv, eps, gradient_input, means, invstds, src, gamma, src_grad,
-                 gamma_grad, beta_grad):
+                 gamma_grad, beta_grad, add_to):
     _check_tensors(op, gradient_input=gradient_input, means=means, invstds=invstds, src=src,
                    gamma=gamma, src_grad=src_grad, gamma_grad=gamma_grad, beta_grad=beta_grad)
     _check_eps(op, eps)
@@ -129,7 +131,7 @@ def _bn_gradient(op, conv, eps, gradient_input, means, invstds, src, gamma, src_
     _check_bn_params(op, conv, src, means=means, invstds=invstds, gamma=gamma,
                      gamma_grad=gamma_grad, beta_grad=beta_grad)
     getattr(_backend(), op)(eps, gradient_input, means, invstds, src, gamma, src_grad,
-                            gamma_grad, beta_grad)
+                            gamma_grad, beta_grad, add_to=bool(add_to))
 
 
 def batch_normalize_inference(eps, dest, src, gamma, beta, running_means, running_variances):
@@ -161,16 +163,17 @@ def batch_normalize(eps, dest, means, invstds, averaging_factor, running_means,
 
 
 def batch_normalize_gradient(eps, gradient_input, means, invstds, src, gamma, src_grad,
-                             gamma_grad, beta_grad):
+                             gamma_grad, beta_grad, add_to=True):
     """Gradient of ``dot(gradient_input, batch_normalize(...))`` given the means and
     invstds that batch_normalize produced.
 
     Requires: gradient_input, src, src_grad same dims; ``src.num_samples() > 1``; means,
     invstds, gamma, gamma_grad, beta_grad ``(1, k, nr, nc)``. Ensures: ADDS the src
-    gradient to src_grad; ASSIGNS gamma_grad and beta_grad.
+    gradient to src_grad (assigns it when ``add_to`` is False); ASSIGNS gamma_grad and
+    beta_grad.
     """
     _bn_gradient("batch_normalize_gradient", False, eps, gradient_input, means, invstds, src,
-                 gamma, src_grad, gamma_grad, beta_grad)
+                 gamma, src_grad, gamma_grad, beta_grad, add_to)
 
 
 def batch_normalize_conv_inference(eps, dest, src, gamma, beta, running_means, running_variances):
@@ -190,11 +193,11 @@ def batch_normalize_conv(eps, dest, means, invstds, averaging_factor, running_me
 
 
 def batch_normalize_conv_gradient(eps, gradient_input, means, invstds, src, gamma, src_grad,
-                                  gamma_grad, beta_grad):
+                                  gamma_grad, beta_grad, add_to=True):
     """Gradient of ``batch_normalize_conv``; (1, k, 1, 1) parameter tensors. ADDS to
-    src_grad, ASSIGNS gamma_grad and beta_grad."""
+    src_grad (assigns it when ``add_to`` is False), ASSIGNS gamma_grad and beta_grad."""
     _bn_gradient("batch_normalize_conv_gradient", True, eps, gradient_input, means, invstds,
-                 src, gamma, src_grad, gamma_grad, beta_grad)
+                 src, gamma, src_grad, gamma_grad, beta_grad, add_to)
 
 
 # ----------------------------------------------------------------------------------------

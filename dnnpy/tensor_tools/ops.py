@@ -152,11 +152,13 @@ def relu(dest, src):
     _backend().relu(dest, src)
 
 
-def relu_gradient(grad, dest, gradient_input):
-    """Gradient of ``dot(relu(x), gradient_input)`` given ``dest = relu(x)``.
+def relu_gradient(grad, dest, gradient_input, add_to=True):
+    """Gradient of ``dot(relu(x), gradient_input)`` given ``dest = relu(x)``: gradient_input
+    where ``dest > 0``, else 0.
 
-    Requires: same dimensions. Ensures: assigns to grad if ``grad is gradient_input``,
-    otherwise ADDS to grad.
+    Requires: same dimensions. Ensures: assigns to grad if ``grad is gradient_input`` (in
+    place), otherwise ADDS to grad, or, with ``add_to=False``, assigns every element of
+    grad (its old contents, even NaN, are not read).
     """
     _same_dims("relu_gradient", grad=grad, dest=dest, gradient_input=gradient_input)
-    _backend().relu_gradient(grad, dest, gradient_input)
+    _backend().relu_gradient(grad, dest, gradient_input, add_to=bool(add_to))

@@ -38,10 +38,16 @@ class pooling:
     ``AVERAGE_COUNT_EXCLUDE_PADDING``). Max ties go to the first pixel in row-major order.
 
     Call ``setup_max_pooling`` or ``setup_avg_pooling`` first (they record the parameters).
+
+    ``state`` is the object's workspace, a dict handed to the backend twins (keyword
+    ``state``): a twin may keep there what its backward reuses from the forward (oneDNN's
+    max-pool workspace), checked against the tensors it is given and recomputed when stale.
+    Setting the object up again empties it.
     """
 
     def __init__(self):
         self.do_max_pooling = True
+        self.state = {}
         self.clear()
 
     def clear(self):
@@ -49,6 +55,7 @@ class pooling:
         self.window_height = self.window_width = 0
         self.stride_y = self.stride_x = 0
         self.padding_y = self.padding_x = 0
+        self.state = {}
 
     def _setup(self, op, window_height, window_width, stride_y, stride_x, padding_y, padding_x):
         vals = [int(v) for v in (window_height, window_width, stride_y, stride_x, padding_y, padding_x)]
@@ -58,18 +65,25 @@ class pooling:
         if not (0 <= py < wh and 0 <= px < ww):
             raise ValueError(f"pooling.{op}: padding ({py}, {px}) must be >= 0 and smaller than the "
                              f"window ({wh}x{ww})")
+        if vals != [self.window_height, self.window_width, self.stride_y, self.stride_x,
+                    self.padding_y, self.padding_x]:
+            self.state = {}
         (self.window_height, self.window_width, self.stride_y, self.stride_x,
          self.padding_y, self.padding_x) = vals
 
     def setup_max_pooling(self, window_height, window_width, stride_y, stride_x, padding_y, padding_x):
         """Requires: windows and strides > 0, ``0 <= padding < window`` in each direction.
         Ensures: ``__call__`` does max pooling with these parameters."""
+        if not self.do_max_pooling:
+            self.state = {}
         self._setup("setup_max_pooling", window_height, window_width, stride_y, stride_x,
                     padding_y, padding_x)
         self.do_max_pooling = True
 
     def setup_avg_pooling(self, window_height, window_width, stride_y, stride_x, padding_y, padding_x):
         """As ``setup_max_pooling``, for average pooling."""
+        if self.do_max_pooling:
+            self.state = {}
         self._setup("setup_avg_pooling", window_height, window_width, stride_y, stride_x,
                     padding_y, padding_x)
         self.do_max_pooling = False
@@ -108,14 +122,15 @@ class pooling:
         if src.size() == 0:
             dest.fill(0)
             return
-        _backend().pooling_forward(dest, src, *self._args())
+        _backend().pooling_forward(dest, src, *self._args(), state=self.state)
 
-    def get_gradient(self, gradient_input, dest, src, grad):
+    def get_gradient(self, gradient_input, dest, src, grad, add_to=True):
         """Requires: ``dest`` holds ``self(dest, src)``; ``gradient_input`` has dest's
         dimensions and ``grad`` src's; grad shares memory with none of the others.
-        Ensures: ADDS to grad the gradient of ``dot(gradient_input, dest)`` with respect to
-        src: a max window sends its gradient to its (first) maximum, an average window
-        spreads it evenly over its clipped pixels."""
+        Ensures: ADDS to grad (``add_to``, dlib's behaviour) or ASSIGNS every element of grad
+        (``add_to=False``: its old contents, even NaN, are not read) the gradient of
+        ``dot(gradient_input, dest)`` with respect to src: a max window sends its gradient to
+        its (first) maximum, an average window spreads it evenly over its clipped pixels."""
         _check_tensors("pooling.get_gradient", gradient_input=gradient_input, dest=dest, src=src,
                        grad=grad)
         if self.window_height <= 0:
@@ -132,7 +147,8 @@ class pooling:
         _distinct("pooling.get_gradient", grad=grad, src=src)
         if src.size() == 0:
             return
-        _backend().pooling_backward(gradient_input, dest, src, grad, *self._args())
+        _backend().pooling_backward(gradient_input, dest, src, grad, *self._args(),
+                                    add_to=bool(add_to), state=self.state)
 
 
 # ----------------------------------------------------------------------------------------

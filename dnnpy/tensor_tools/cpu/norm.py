@@ -10,6 +10,7 @@ rounding.
 import numpy as np
 from .._twins import twin_ops
 from . import onednn
+from ._common import scratch
 
 __all__ = twin_ops("norm")
 
@@ -35,31 +36,48 @@ def batch_normalize_conv_inference(eps, dest, src, gamma, beta, running_means, r
     _bn_inference(eps, dest, src, gamma, beta, running_means, running_variances)
 
 
-def _bn_train(axes, eps, dest, means, invstds, f, running_means, running_variances, src,
+def _channels(a, conv):
+    """``a`` as ``(N, C, L)``: CONV statistics reduce axes (0, 2) of ``(N, k, nr*nc)``; FC
+    ones reduce axis 0 of ``(N, k*nr*nc)``, seen as ``(N, k*nr*nc, 1)`` (same axes)."""
+    n = a.shape[0]
+    return a.reshape(n, a.shape[1], -1) if conv else a.reshape(n, -1, 1)
+
+
+def _bn_train(conv, eps, dest, means, invstds, f, running_means, running_variances, src,
               gamma, beta):
+    """Batch statistics in float64 without a float64 copy of the batch: the mean through a
+    float64-accumulating reduction; then ``d = x - mean`` (the mean as stored, in the dtype)
+    is formed once, in dest, and the biased variance is ``E[d**2] - E[d]**2`` accumulated in
+    float64 (``E[d]`` is the tiny correction for the stored mean's rounding, so this is the
+    two-pass variance, not the cancelling ``E[x**2] - E[x]**2``). The output is ``((d*s)*g)
+    + b`` in place on d, the same operations in the same order as before."""
     x = src.host_read()
-    x64 = x.astype(np.float64)
-    mean = x64.mean(axis=axes, keepdims=True)
-    var = np.square(x64 - mean).mean(axis=axes, keepdims=True)    # biased, as dlib's M2/count
-    count = x.size // mean.size
+    x3 = _channels(x, conv)
+    count = x3.shape[0] * x3.shape[2]
+    mean = np.add.reduce(x3, axis=(0, 2), dtype=np.float64) / count
+    means.host_write_only()[...] = mean.reshape(means.shape)
+    m = means.host_read()
+    out = dest.host_write_only() if dest is not src else dest.host()
+    d = _channels(out, conv)
+    np.subtract(x3, _channels(m, conv), out=d)
+    shift = np.add.reduce(d, axis=(0, 2), dtype=np.float64) / count
+    sq = np.square(d, out=scratch("bn_a", d.shape, d.dtype))
+    var = np.add.reduce(sq, axis=(0, 2), dtype=np.float64) / count - shift * shift
+    var = np.maximum(var, 0.0)                                    # biased, as dlib's M2/count
     unbiased = var * (count / (count - 1.0))
     invstd = 1.0 / np.sqrt(var + eps)
-
-    means.host_write_only()[...] = mean
-    invstds.host_write_only()[...] = invstd
+    invstds.host_write_only()[...] = invstd.reshape(invstds.shape)
     if f == 1:
-        running_means.host_write_only()[...] = mean
-        running_variances.host_write_only()[...] = unbiased
+        running_means.host_write_only()[...] = mean.reshape(running_means.shape)
+        running_variances.host_write_only()[...] = unbiased.reshape(running_variances.shape)
     else:
         rm = running_means.host()
-        rm[...] = (1 - f) * rm.astype(np.float64) + f * mean
+        rm[...] = (1 - f) * rm.astype(np.float64) + f * mean.reshape(rm.shape)
         rv = running_variances.host()
-        rv[...] = (1 - f) * rv.astype(np.float64) + f * unbiased
-
-    m = means.host_read()
-    s = invstds.host_read()
-    out = dest.host_write_only() if dest is not src else dest.host()
-    out[...] = ((x - m) * s) * gamma.host_read() + beta.host_read()
+        rv[...] = (1 - f) * rv.astype(np.float64) + f * unbiased.reshape(rv.shape)
+    d *= _channels(invstds.host_read(), conv)
+    d *= _channels(gamma.host_read(), conv)
+    d += _channels(beta.host_read(), conv)
 
 
 def batch_normalize(eps, dest, means, invstds, averaging_factor, running_means,
@@ -67,7 +85,7 @@ def batch_normalize(eps, dest, means, invstds, averaging_factor, running_means,
     if onednn.batch_normalize(eps, dest, means, invstds, averaging_factor, running_means,
                               running_variances, src, gamma, beta):
         return
-    _bn_train(_FC_AXES, eps, dest, means, invstds, averaging_factor, running_means,
+    _bn_train(False, eps, dest, means, invstds, averaging_factor, running_means,
               running_variances, src, gamma, beta)
 
 
@@ -76,12 +94,12 @@ def batch_normalize_conv(eps, dest, means, invstds, averaging_factor, running_me
     if onednn.batch_normalize_conv(eps, dest, means, invstds, averaging_factor, running_means,
                                    running_variances, src, gamma, beta):
         return
-    _bn_train(_CONV_AXES, eps, dest, means, invstds, averaging_factor, running_means,
+    _bn_train(True, eps, dest, means, invstds, averaging_factor, running_means,
               running_variances, src, gamma, beta)
 
 
 def _normalize_gradient(stat_axes, param_axes, gradient_input, means, invstds, src, gamma,
-                        src_grad, gamma_grad, beta_grad, dmeans=None, dvars=None):
+                        src_grad, gamma_grad, beta_grad, dmeans=None, dvars=None, add_to=True):
     """dlib's three-pass gradient of ``(x - m)*invstd*gamma + beta`` where m and invstd are
     statistics over ``stat_axes`` and gamma/beta are shared over ``param_axes``."""
     g = gradient_input.host_read()
@@ -103,11 +121,48 @@ def _normalize_gradient(stat_axes, param_axes, gradient_input, means, invstds, s
     if dmeans is not None:
         dmeans.host_write_only()[...] = dmean.reshape(dmeans.shape)
         dvars.host_write_only()[...] = dvar.reshape(dvars.shape)
-    src_grad.host()[...] += dx * inv + dvar * (2 * invnum) * xm + dmean * invnum
+    result = dx * inv + dvar * (2 * invnum) * xm + dmean * invnum
+    if add_to:
+        src_grad.host()[...] += result
+    else:
+        src_grad.host_write_only()[...] = result
 
 
 def _stat_shape(shape, stat_axes):
     return tuple(1 if i in stat_axes else d for i, d in enumerate(shape))
+
+
+def _bn_gradient(conv, gradient_input, means, invstds, src, gamma, src_grad, gamma_grad,
+                 beta_grad, add_to):
+    """``_normalize_gradient``'s formulas, term by term and in the same order (so the same
+    results), on ``(N, C, L)`` views with three full-size temporaries instead of a dozen."""
+    g = _channels(gradient_input.host_read(), conv)
+    x = _channels(src.host_read(), conv)
+    m = _channels(means.host_read(), conv)
+    inv = _channels(invstds.host_read(), conv)
+    gam = _channels(gamma.host_read(), conv)
+    axes = (0, 2)
+    invnum = 1.0 / (x.shape[0] * x.shape[2])
+
+    xm = np.subtract(x, m, out=scratch("bn_a", x.shape, x.dtype))
+    beta_grad.host_write_only()[...] = g.sum(axis=axes).reshape(beta_grad.shape)
+    t = np.multiply(xm, inv, out=scratch("bn_b", x.shape, x.dtype))
+    t *= g                                                   # g * (xm * inv)
+    gamma_grad.host_write_only()[...] = t.sum(axis=axes).reshape(gamma_grad.shape)
+    dx = np.multiply(g, gam, out=t)
+    u = np.multiply(dx, xm, out=scratch("bn_c", x.shape, x.dtype))
+    dvar = u.sum(axis=axes, keepdims=True) * (-0.5 * inv ** 3)
+    np.multiply(dx, inv, out=u)                              # dx * inv
+    # (-dx * inv).sum() is -(dx * inv).sum() exactly: negation does not round
+    dmean = -u.sum(axis=axes, keepdims=True) + dvar * (-2 * invnum) * xm.sum(axis=axes, keepdims=True)
+    xm *= dvar * (2 * invnum)
+    u += xm
+    u += dmean * invnum
+    out = _channels(src_grad.host() if add_to else src_grad.host_write_only(), conv)
+    if add_to:
+        out += u
+    else:
+        out[...] = u
 
 
 def batch_normalize_gradient(eps, gradient_input, means, invstds, src, gamma, src_grad,
@@ -115,10 +170,8 @@ def batch_normalize_gradient(eps, gradient_input, means, invstds, src, gamma, sr
     if onednn.batch_normalize_gradient(eps, gradient_input, means, invstds, src, gamma, src_grad,
                                        gamma_grad, beta_grad, add_to):
         return
-    if not add_to:
-        src_grad.host_write_only().fill(0)
-    _normalize_gradient(_FC_AXES, _FC_AXES, gradient_input, means, invstds, src, gamma,
-                        src_grad, gamma_grad, beta_grad)
+    _bn_gradient(False, gradient_input, means, invstds, src, gamma, src_grad, gamma_grad,
+                 beta_grad, add_to)
 
 
 def batch_normalize_conv_gradient(eps, gradient_input, means, invstds, src, gamma, src_grad,
@@ -126,10 +179,8 @@ def batch_normalize_conv_gradient(eps, gradient_input, means, invstds, src, gamm
     if onednn.batch_normalize_conv_gradient(eps, gradient_input, means, invstds, src, gamma,
                                             src_grad, gamma_grad, beta_grad, add_to):
         return
-    if not add_to:
-        src_grad.host_write_only().fill(0)
-    _normalize_gradient(_CONV_AXES, _CONV_AXES, gradient_input, means, invstds, src, gamma,
-                        src_grad, gamma_grad, beta_grad)
+    _bn_gradient(True, gradient_input, means, invstds, src, gamma, src_grad, gamma_grad,
+                 beta_grad, add_to)
 
 
 def layer_normalize(eps, dest, means, invstds, src, gamma, beta):

@@ -137,17 +137,44 @@ def relu(dest, src):
 
 
 def relu_gradient(grad, dest, gradient_input, add_to=True):
+    """``gi`` where ``dest > 0``, else 0: in place (``grad is gradient_input``: zeroed where
+    ``dest <= 0``, so a NaN dest keeps its gradient), added, or assigned.
+
+    Computed as ``gi * (dest > 0)``: exact for finite values (``gi*1`` is gi, ``gi*0`` a
+    zero) and several times faster than a masked ``where=`` op or ``np.where`` on a random
+    mask. An infinite or NaN gradient would give ``inf*0 = NaN`` where 0 is due, so those
+    elements are set to 0 afterwards (one ``isfinite`` check; the repair only runs when
+    there are any)."""
     if onednn.relu_gradient(grad, dest, gradient_input, add_to):
         return
-    if not add_to and grad is not gradient_input:
-        grad.host_write_only().fill(0)
     d = dest.host_read()
-    gi = gradient_input.host_read()
-    out = grad.host()
     if grad is gradient_input:
-        out[d <= 0] = 0
+        out = grad.host()
+        off = np.less_equal(d, 0)
+        np.logical_not(off, out=off)                 # keep: dest > 0 or NaN
+        with np.errstate(invalid="ignore"):          # inf*0: repaired below
+            np.multiply(out, off, out=out)
+        _zero_nonfinite(out, off)
+        return
+    gi = gradient_input.host_read()
+    keep = np.greater(d, 0)
+    if add_to:
+        with np.errstate(invalid="ignore"):
+            masked = np.multiply(gi, keep)
+        _zero_nonfinite(masked, keep)
+        out = grad.host()
+        out += masked
     else:
-        out += np.where(d > 0, gi, 0.0)
+        out = grad.host_write_only()
+        with np.errstate(invalid="ignore"):
+            np.multiply(gi, keep, out=out)
+        _zero_nonfinite(out, keep)
+
+
+def _zero_nonfinite(values, keep):
+    """Set to 0 the non-finite products where ``keep`` is False (``inf*0``, ``nan*0``)."""
+    if not np.isfinite(values).all():
+        values[~keep & ~np.isfinite(values)] = 0
 
 
 def dot(a, b) -> float:

@@ -3,8 +3,9 @@
 Same names, signatures and semantics as ``cpu/conv.py`` (data ``(N, C, H, W)``, filters
 ``(K, C, R, S)``, cross-correlation, ``add_to_output`` selects ``+=`` over ``=``). The
 transposed convolution (``cont_``) needs nothing extra: ``tensor_conv`` runs it through
-these three calls. Bias and ReLU are not part of these twins (the dispatcher adds them with
-``tt.add`` and ``tt.relu``, as it does for the CPU twin).
+these three calls. The forward's bias and ReLU and the filter gradient's bias gradient are
+composed from this twin's ``add``, ``relu`` and ``assign_conv_bias_gradient`` (cuDNN's
+fused ``cudnnConvolutionBiasActivationForward`` is a later optimisation).
 
 Assignment uses cuDNN's beta = 0, which cuDNN documents as "the output is not read": a
 destination pre-filled with inf or NaN does not leak into the result.
@@ -38,6 +39,7 @@ from . import _cudnn as C
 from . import handles as H
 from ._cudnn import CudnnError, api
 from .._twins import twin_ops
+from .ops import assign_conv_bias_gradient, relu
 
 __all__ = twin_ops("conv")
 
@@ -256,9 +258,16 @@ def _run(op, add_to_output, a, b, out_tensor, stride_y, stride_x, padding_y, pad
                        f"(tried {[c[0] for c in candidates]}): {failure}")
 
 
-def conv_forward(add_to_output, output, data, filters, stride_y, stride_x, padding_y, padding_x):
+def conv_forward(add_to_output, output, data, filters, stride_y, stride_x, padding_y, padding_x,
+                 biases=None, use_relu=False):
     _run(_FWD, add_to_output, data.device_read(), filters.device_read(), output,
          stride_y, stride_x, padding_y, padding_x)
+    if biases is not None:
+        b = biases.device_read().reshape(1, -1, 1, 1)   # (1, K, 1, 1) or any K elements
+        out = output.device()
+        out += b
+    if use_relu:
+        relu(output, output)
 
 
 def conv_backward_data(add_to_output, gradient_input, filters, data_gradient,
@@ -268,6 +277,8 @@ def conv_backward_data(add_to_output, gradient_input, filters, data_gradient,
 
 
 def conv_backward_filters(add_to_output, gradient_input, data, filters_gradient,
-                          stride_y, stride_x, padding_y, padding_x):
+                          stride_y, stride_x, padding_y, padding_x, bias_gradient=None):
     _run(_BWD_FILTER, add_to_output, data.device_read(), gradient_input.device_read(),
          filters_gradient, stride_y, stride_x, padding_y, padding_x)
+    if bias_gradient is not None:
+        assign_conv_bias_gradient(bias_gradient, gradient_input)

@@ -38,6 +38,11 @@ _norm_src_grad = _ew(
     "T dx = g * gam; T xm = x - m;"
     " o = o + ((dx * s + (dvar * c2) * xm) + dmean * c1);",
     "norm_src_grad")
+_norm_src_grad_assign = _ew(
+    "T g, T gam, T x, T m, T s, T dvar, T dmean, T c2, T c1", "T o",
+    "T dx = g * gam; T xm = x - m;"
+    " o = (dx * s + (dvar * c2) * xm) + dmean * c1;",
+    "norm_src_grad_assign")
 
 _sum_rms_gamma = _red("T g, T x, T s", "(double)(g * (x * s))", "rms_gamma_grad")
 _sum_rms_ds = _red("T g, T gam, T x", "(double)((g * gam) * x)", "rms_ds")
@@ -120,7 +125,7 @@ def batch_normalize_conv(eps, dest, means, invstds, averaging_factor, running_me
 
 
 def _normalize_gradient(stat_axes, param_axes, gradient_input, means, invstds, src, gamma,
-                        src_grad, gamma_grad, beta_grad, dmeans=None, dvars=None):
+                        src_grad, gamma_grad, beta_grad, dmeans=None, dvars=None, add_to=True):
     """dlib's three-pass gradient of ``(x - m)*invstd*gamma + beta`` where m and invstd are
     statistics over ``stat_axes`` and gamma/beta are shared over ``param_axes`` (the CPU
     twin's formulas, term by term)."""
@@ -138,7 +143,11 @@ def _normalize_gradient(stat_axes, param_axes, gradient_input, means, invstds, s
     dvar = _sum_dvar(g, gam, x, m, axis=stat_axes, keepdims=True) * (inv ** 3 * dt(-0.5))
     dmean = (_sum_dmean(g, gam, inv, axis=stat_axes, keepdims=True)
              + dvar * dt(-2 * invnum) * _sum_xm(x, m, axis=stat_axes, keepdims=True))
-    _norm_src_grad(g, gam, x, m, inv, dvar, dmean, dt(2 * invnum), dt(invnum), src_grad.device())
+    if add_to:
+        _norm_src_grad(g, gam, x, m, inv, dvar, dmean, dt(2 * invnum), dt(invnum), src_grad.device())
+    else:
+        _norm_src_grad_assign(g, gam, x, m, inv, dvar, dmean, dt(2 * invnum), dt(invnum),
+                              src_grad.device_write_only())
     _assign(beta_grad, bgrad)
     _assign(gamma_grad, ggrad)
     if dmeans is not None:
@@ -147,15 +156,15 @@ def _normalize_gradient(stat_axes, param_axes, gradient_input, means, invstds, s
 
 
 def batch_normalize_gradient(eps, gradient_input, means, invstds, src, gamma, src_grad,
-                             gamma_grad, beta_grad):
+                             gamma_grad, beta_grad, add_to=True):
     _normalize_gradient(_FC_AXES, _FC_AXES, gradient_input, means, invstds, src, gamma,
-                        src_grad, gamma_grad, beta_grad)
+                        src_grad, gamma_grad, beta_grad, add_to=add_to)
 
 
 def batch_normalize_conv_gradient(eps, gradient_input, means, invstds, src, gamma, src_grad,
-                                  gamma_grad, beta_grad):
+                                  gamma_grad, beta_grad, add_to=True):
     _normalize_gradient(_CONV_AXES, _CONV_AXES, gradient_input, means, invstds, src, gamma,
-                        src_grad, gamma_grad, beta_grad)
+                        src_grad, gamma_grad, beta_grad, add_to=add_to)
 
 
 # ----------------------------------------------------------------------------------------

@@ -81,9 +81,11 @@ _affine3 = cupy.ElementwiseKernel("T s1, T s2, T s3, T a, T b, T cc, T c", "T d"
                                   "d = a * s1 + b * s2 + cc * s3 + c", "dnnpy_affine3")
 
 # relu_gradient, as the CPU twin: in place zeroes where dest <= 0 (NaN keeps its gradient);
-# otherwise adds gradient_input where dest > 0.
+# otherwise adds (or assigns) gradient_input where dest > 0 (assign writes 0 elsewhere).
 _relu_grad_inplace = cupy.ElementwiseKernel("T d", "T g", "if (d <= 0) g = 0;", "dnnpy_relu_grad_inplace")
 _relu_grad_add = cupy.ElementwiseKernel("T d, T gi", "T g", "if (d > 0) g += gi;", "dnnpy_relu_grad_add")
+_relu_grad_assign = cupy.ElementwiseKernel("T d, T gi", "T g", "g = d > 0 ? gi : (T)0;",
+                                           "dnnpy_relu_grad_assign")
 
 # dot accumulated in float64 (dlib's dot(tensor, tensor) returns a double sum).
 _dot64 = cupy.ReductionKernel("T a, T b", "float64 y", "(double)a * (double)b", "a + b", "y = a", "0",
@@ -222,10 +224,13 @@ def relu(dest, src):
     cupy.maximum(s, _scalar(s, 0), out=dest.device_write_only())  # NaN propagates, as numpy
 
 
-def relu_gradient(grad, dest, gradient_input):
+def relu_gradient(grad, dest, gradient_input, add_to=True):
     d = dest.device_read()
     if grad is gradient_input:
         _relu_grad_inplace(d, grad.device())
-    else:
+    elif add_to:
         gi = _src(grad, gradient_input)
         _relu_grad_add(d, gi, grad.device())
+    else:
+        gi = _src(grad, gradient_input)
+        _relu_grad_assign(d, gi, grad.device_write_only())

@@ -8,7 +8,9 @@ dlib's semantics map onto cuDNN's: the window of output ``(r, c)`` starts at
 ``(r*stride_y - padding_y, c*stride_x - padding_x)``; max pooling is ``CUDNN_POOLING_MAX``
 (padding never wins a max), average pooling ``CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING``
 (the mean over the pixels inside the image); NaN propagates. The forward assigns (beta 0:
-the destination is not read); the backward ADDS to ``grad`` (beta 1), as dlib's.
+the destination is not read); the backward ADDS to ``grad`` (beta 1), as dlib's, or with
+``add_to=False`` assigns it (beta 0). ``state`` (``tt.pooling``'s workspace dict) is not
+used: cuDNN's backward recomputes the maxima from ``src`` and ``dest``.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ def _what(op, do_max, wh, ww, sy, sx, py, px, **shapes):
             f"({py}, {px})): {detail}")
 
 
-def pooling_forward(dest, src, do_max, wh, ww, sy, sx, py, px):
+def pooling_forward(dest, src, do_max, wh, ww, sy, sx, py, px, state=None):
     x = H.aligned_input(src.device_read())
     out = dest.device_write_only()
     if out.size == 0:
@@ -56,17 +58,22 @@ def pooling_forward(dest, src, do_max, wh, ww, sy, sx, py, px):
     done()
 
 
-def pooling_backward(gradient_input, dest, src, grad, do_max, wh, ww, sy, sx, py, px):
+def pooling_backward(gradient_input, dest, src, grad, do_max, wh, ww, sy, sx, py, px,
+                     add_to=True, state=None):
     dy = H.aligned_input(gradient_input.device_read())
     y = H.aligned_input(dest.device_read())
     x = H.aligned_input(src.device_read())
-    g = grad.device()
-    if g.size == 0 or dy.size == 0:
+    g = grad.device() if add_to else grad.device_write_only()
+    if g.size == 0:
         return
-    dx, done = H.aligned_output(g, True)
+    if dy.size == 0:  # no windows: nothing flows back
+        if not add_to:
+            g.fill(0)
+        return
+    dx, done = H.aligned_output(g, add_to)
     dtype = dx.dtype
     h = H.handle()
-    alpha, beta = C.scaling(dtype, 1.0), C.scaling(dtype, 1.0)
+    alpha, beta = C.scaling(dtype, 1.0), C.scaling(dtype, 1.0 if add_to else 0.0)
     try:
         api().cudnnPoolingBackward(
             h, H.pooling_desc(_mode(do_max), wh, ww, py, px, sy, sx), ctypes.byref(alpha),

@@ -1,9 +1,11 @@
 """oneDNN's ReLU forward and backward for the CPU twin's ``relu`` / ``relu_gradient``.
 
 dlib's ``relu_gradient(grad, dest, gradient_input)`` sees the layer's output, not its input:
-oneDNN's ``eltwise_relu_use_dst_for_bwd`` computes exactly ``dest > 0 ? gi : 0``. Results are
-bit-identical to numpy's (a select, no arithmetic); the one difference is a NaN in ``dest``
-with ``grad is gradient_input``, where numpy keeps the gradient and oneDNN zeroes it.
+oneDNN's ``eltwise_relu_use_dst_for_bwd`` computes ``gi * (dest > 0)``. For finite values
+that is bit-identical to numpy's twin. Non-finite values differ, and only once a net has
+already diverged: an infinite or NaN ``gi`` where ``dest <= 0`` gives NaN (numpy: 0, as
+dlib), and a NaN ``dest`` passes ``gi`` through (dlib: only in place). Either way a NaN
+shows, none is hidden, and the trainer's divergence checks stop the run.
 Tensors are treated as flat 1-D vectors: one primitive per element count.
 """
 
