@@ -35,6 +35,7 @@ import threading
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 from .._twins import twin_ops
+from . import onednn
 
 __all__ = twin_ops("conv")
 
@@ -155,13 +156,21 @@ def _store(dest, add_to_output, values):
         dest[...] = values
 
 
-def conv_forward(add_to_output, output, data, filters, stride_y, stride_x, padding_y, padding_x):
+def conv_forward(add_to_output, output, data, filters, stride_y, stride_x, padding_y, padding_x,
+                 biases=None, use_relu=False):
+    if onednn.conv_forward(add_to_output, output, data, filters, stride_y, stride_x, padding_y,
+                           padding_x, biases, use_relu):
+        return
     x, w, out = data.host_read(), filters.host_read(), output.host()
     if _is_small(x.shape, w.shape, out.shape[2:]):
         win = _windows(x, *w.shape[2:], stride_y, stride_x, padding_y, padding_x, *out.shape[2:])
         _store(out, add_to_output, np.tensordot(win, w, axes=([1, 4, 5], [1, 2, 3])).transpose(0, 3, 1, 2))
-        return
-    _correlate(out, add_to_output, x, w, stride_y, stride_x, padding_y, padding_x)
+    else:
+        _correlate(out, add_to_output, x, w, stride_y, stride_x, padding_y, padding_x)
+    if biases is not None:
+        out += biases.host_read().reshape(1, -1, 1, 1)
+    if use_relu:
+        np.maximum(out, 0, out=out)
 
 
 def _flipped(taps):
@@ -171,6 +180,9 @@ def _flipped(taps):
 
 def conv_backward_data(add_to_output, gradient_input, filters, data_gradient,
                        stride_y, stride_x, padding_y, padding_x):
+    if onednn.conv_backward_data(add_to_output, gradient_input, filters, data_gradient,
+                                 stride_y, stride_x, padding_y, padding_x):
+        return
     gi = gradient_input.host_read()
     w = filters.host_read()
     dx = data_gradient.host()
@@ -217,7 +229,12 @@ def conv_backward_data(add_to_output, gradient_input, filters, data_gradient,
 
 
 def conv_backward_filters(add_to_output, gradient_input, data, filters_gradient,
-                          stride_y, stride_x, padding_y, padding_x):
+                          stride_y, stride_x, padding_y, padding_x, bias_gradient=None):
+    if onednn.conv_backward_filters(add_to_output, gradient_input, data, filters_gradient,
+                                    stride_y, stride_x, padding_y, padding_x, bias_gradient):
+        return
+    if bias_gradient is not None:
+        bias_gradient.host_write_only().reshape(-1)[:] = gradient_input.host_read().sum(axis=(0, 2, 3))
     gi = gradient_input.host_read()
     x = data.host_read()
     dw = filters_gradient.host()
