@@ -164,3 +164,12 @@ def test_layout_variable_is_checked(monkeypatch):
         oc.layout_mode()
     monkeypatch.delenv(oc.LAYOUT_ENV)
     assert oc.layout_mode() == "auto"
+
+
+def test_auto_takes_any_for_many_channels(monkeypatch):
+    monkeypatch.setenv(oc.LAYOUT_ENV, "auto")
+    x, f = _tensor(np.ones((1, 8, 6, 6), np.float32)), _tensor(np.ones((9, 8, 3, 3), np.float32))
+    y = _tensor(np.zeros((1, 9, 4, 4), np.float32))
+    assert oc.conv_forward(False, y, x, f, 1, 1, 0, 0)
+    assert (y.host() == 72).all()
+    assert oc.chosen_layouts()[("conv forward", (1, 8, 6, 6, 9, 3, 3, 4, 4, 1, 1, 0, 0))] == "any"

@@ -19,14 +19,16 @@ Layout, per pass and geometry, chosen once and cached like cuDNN's algorithm cac
   prepared object and the results reordered back (``add_to_output`` is then a ``sum``
   post-op on that reorder, free).
 
-``DNNPY_ONEDNN_LAYOUT=any|plain|auto`` (default ``auto``) forces one. ``auto`` builds both
-the first time a pass meets a geometry and times them on the actual inputs, writing into
-zeroed scratch outputs (never the caller's): one warm-up run each, then the minimum of two
-alternating runs. ``plain`` wins only when it is at least ``PLAIN_MARGIN`` times faster:
-measured (docs/performance.md, shared report section 1), ``any`` wins almost everywhere by
-1.3-4x and ``plain`` only on few-channel sides (a 3-channel data gradient with stride 2, a
-3-channel transposed-conv output), where it wins by ~2x; the margin keeps a noisy timing on
-a busy machine from flipping the common case.
+``DNNPY_ONEDNN_LAYOUT=any|plain|auto`` (default ``auto``) forces one. Measured (shared
+report section 1), ``any`` wins by 1.3-4x everywhere except on few-channel sides (a
+3-channel data gradient with stride 2, a 3-channel transposed-conv output), where ``plain``
+wins by ~2x. So ``auto`` takes ``any`` when both channel counts are at least
+``TIMED_BELOW_CHANNELS``; otherwise it builds both the first time a pass meets the geometry
+and times them on the actual inputs, writing into zeroed scratch outputs (never the
+caller's): one warm-up run each, then the minimum of two alternating runs, and ``plain``
+wins only when at least ``PLAIN_MARGIN`` times faster. Timing every shape was tried first:
+on a busy 2-core machine it flipped large shapes to ``plain`` (2x slower there), hence the
+heuristic gate and the margin.
 
 Accumulation: the forward's ``add_to_output`` is oneDNN's ``sum`` post-op (scale 1), so
 with biases and ReLU it is ``relu(old + conv + bias)`` like the numpy twin. Backward
@@ -49,9 +51,10 @@ from . import _primitive as P
 from . import _state
 
 __all__ = ["conv_forward", "conv_backward_data", "conv_backward_filters", "layout_mode",
-           "chosen_layouts", "clear_cache", "PLAIN_MARGIN"]
+           "chosen_layouts", "clear_cache", "PLAIN_MARGIN", "TIMED_BELOW_CHANNELS"]
 
 PLAIN_MARGIN = 1.15
+TIMED_BELOW_CHANNELS = 8
 LAYOUT_ENV = "DNNPY_ONEDNN_LAYOUT"
 
 _E = A.ENUMS
@@ -327,9 +330,13 @@ def _time(ops, buffers):
 
 
 def _choose(kind, geom, flags, buffers):
-    """Build both layouts, time them into scratch outputs, cache and return the winner
-    (None when oneDNN refuses both)."""
-    ops = {layout: _try_build(kind, geom, flags, layout) for layout in ("any", "plain")}
+    """``(layout, op)`` for a geometry met first: ``any``, or for few channels the faster
+    of both layouts timed into scratch outputs (op None when oneDNN refuses both)."""
+    few_channels = min(geom[1], geom[4]) < TIMED_BELOW_CHANNELS
+    ops = {layout: _try_build(kind, geom, flags, layout) for layout in ("any", "plain")
+           if few_channels or layout == "any"}
+    if "plain" not in ops and isinstance(ops["any"], str):
+        ops["plain"] = _try_build(kind, geom, flags, "plain")   # any refused: plain, untimed
     usable = {layout: op for layout, op in ops.items() if not isinstance(op, str)}
     if not usable:
         with _layouts_lock:
