@@ -33,6 +33,7 @@ tap). Measured, forward + both gradients: 116 us against 297 us for a (3, 3, 8, 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 from .._twins import twin_ops
+from . import onednn
 from ._common import scratch
 
 __all__ = twin_ops("conv")
@@ -150,6 +151,9 @@ def conv_forward(add_to_output, output, data, filters, stride_y, stride_x, paddi
                  biases=None, use_relu=False):
     """``output (+)= conv``; then ``+= biases`` per channel (any K-element tensor) when
     given, then ReLU in place when ``use_relu``."""
+    if onednn.conv_forward(add_to_output, output, data, filters, stride_y, stride_x, padding_y,
+                           padding_x, biases, use_relu):
+        return
     x, w = data.host_read(), filters.host_read()
     out = output.host() if add_to_output else output.host_write_only()
     if _is_small(x.shape, w.shape, out.shape[2:]):
@@ -170,6 +174,9 @@ def _flipped(taps):
 
 def conv_backward_data(add_to_output, gradient_input, filters, data_gradient,
                        stride_y, stride_x, padding_y, padding_x):
+    if onednn.conv_backward_data(add_to_output, gradient_input, filters, data_gradient,
+                                 stride_y, stride_x, padding_y, padding_x):
+        return
     gi = gradient_input.host_read()
     w = filters.host_read()
     dx = data_gradient.host() if add_to_output else data_gradient.host_write_only()
@@ -219,6 +226,9 @@ def conv_backward_filters(add_to_output, gradient_input, data, filters_gradient,
                           stride_y, stride_x, padding_y, padding_x, bias_gradient=None):
     """``filters_gradient (+)=`` the filter gradient; with ``bias_gradient`` (K elements)
     also ASSIGNS it the sum of gradient_input over samples, rows and columns."""
+    if onednn.conv_backward_filters(add_to_output, gradient_input, data, filters_gradient,
+                                    stride_y, stride_x, padding_y, padding_x, bias_gradient):
+        return
     gi = gradient_input.host_read()
     x = data.host_read()
     dw = filters_gradient.host() if add_to_output else filters_gradient.host_write_only()

@@ -97,7 +97,9 @@ class Attr:
                     if op[0] == "relu":
                         api.dnnl_post_ops_append_eltwise(ops, A.ENUMS["dnnl_eltwise_relu"], 0.0, 0.0)
                     elif op[0] == "sum":
-                        api.dnnl_post_ops_append_sum(ops, float(op[1]), 0, A.ENUMS["dnnl_f32"])
+                        # data type undef: "the destination's"; reorders refuse an explicit f32
+                        api.dnnl_post_ops_append_sum(ops, float(op[1]), 0,
+                                                     A.ENUMS["dnnl_data_type_undef"])
                     else:
                         raise ValueError(f"oneDNN Attr: unknown post-op {op!r}")
                 api.dnnl_primitive_attr_set_post_ops(self.handle, ops)

@@ -1,0 +1,452 @@
+"""oneDNN convolution: the forward pass (fused bias, ReLU and ``add_to_output``), the data
+gradient and the filter gradient (with the bias gradient), for ``con_`` and ``cont_`` alike
+(``cont_`` drives ``tensor_conv`` backwards, so one set of primitives serves both).
+
+Entry points have the CPU twin's signatures and return True when oneDNN did the work,
+False when numpy must run: oneDNN off (``active()`` false), a dtype other than float32, a
+non-contiguous view, or a case oneDNN refuses (cached as such, logged once through
+``note_fallback``).
+
+Geometry: dlib's output size is ``1 + (H + 2p - R) // s`` (floor), so the right/bottom
+padding oneDNN is given is ``pr = (Ho-1)*s + R - H - pl``, which can be negative.
+
+Layout, per pass and geometry, chosen once and cached like cuDNN's algorithm cache:
+
+- ``plain``: every descriptor NCHW / OIHW (``abcd``); oneDNN runs im2col + sgemm on the
+  caller's buffers directly.
+- ``any``: the primitive picks its layouts (blocked ``nChw16c`` for the direct JIT
+  kernels); the caller's NCHW buffers are reordered into blocked buffers owned by the
+  prepared object and the results reordered back (``add_to_output`` is then a ``sum``
+  post-op on that reorder, free).
+
+``DNNPY_ONEDNN_LAYOUT=any|plain|auto`` (default ``auto``) forces one. Measured (shared
+report section 1), ``any`` wins by 1.3-4x everywhere except on few-channel sides (a
+3-channel data gradient with stride 2, a 3-channel transposed-conv output), where ``plain``
+wins by ~2x. So ``auto`` takes ``any`` when both channel counts are at least
+``TIMED_BELOW_CHANNELS``; otherwise it builds both the first time a pass meets the geometry
+and times them on the actual inputs, writing into zeroed scratch outputs (never the
+caller's): one warm-up run each, then the minimum of two alternating runs, and ``plain``
+wins only when at least ``PLAIN_MARGIN`` times faster. Timing every shape was tried first:
+on a busy 2-core machine it flipped large shapes to ``plain`` (2x slower there), hence the
+heuristic gate and the margin.
+
+Accumulation: the forward's ``add_to_output`` is oneDNN's ``sum`` post-op (scale 1), so
+with biases and ReLU it is ``relu(old + conv + bias)`` like the numpy twin. Backward
+primitives only assign: with ``add_to_output`` they write a per-thread scratch buffer that
+is then added (plain layout), or their blocked result is reordered onto the destination
+with a ``sum`` post-op (``any``). Without it they write the destination directly; every
+element is assigned, so a stale (NaN-filled) destination does not leak.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import numpy as np
+
+from . import _api as A
+from . import _primitive as P
+from . import _state
+
+__all__ = ["conv_forward", "conv_backward_data", "conv_backward_filters", "layout_mode",
+           "chosen_layouts", "clear_cache", "PLAIN_MARGIN", "TIMED_BELOW_CHANNELS"]
+
+PLAIN_MARGIN = 1.15
+TIMED_BELOW_CHANNELS = 8
+LAYOUT_ENV = "DNNPY_ONEDNN_LAYOUT"
+
+_E = A.ENUMS
+_ARG = A.ARGS
+_FWD, _BWD_DATA, _BWD_FILTERS = "conv forward", "conv backward data", "conv backward filters"
+
+# role -> (execution argument, query of its descriptor in the pd)
+_ROLES = {
+    "src": (_ARG["DNNL_ARG_SRC"], _E["dnnl_query_src_md"]),
+    "weights": (_ARG["DNNL_ARG_WEIGHTS"], _E["dnnl_query_weights_md"]),
+    "bias": (_ARG["DNNL_ARG_BIAS"], None),
+    "dst": (_ARG["DNNL_ARG_DST"], _E["dnnl_query_dst_md"]),
+    "diff_src": (_ARG["DNNL_ARG_DIFF_SRC"], _E["dnnl_query_diff_src_md"]),
+    "diff_weights": (_ARG["DNNL_ARG_DIFF_WEIGHTS"], _E["dnnl_query_diff_weights_md"]),
+    "diff_bias": (_ARG["DNNL_ARG_DIFF_BIAS"], None),
+    "diff_dst": (_ARG["DNNL_ARG_DIFF_DST"], _E["dnnl_query_diff_dst_md"]),
+}
+# per pass: (input roles, output role, optional bias role)
+_PASSES = {
+    _FWD: (("src", "weights"), "dst", "bias"),
+    _BWD_DATA: (("diff_dst", "weights"), "diff_src", None),
+    _BWD_FILTERS: (("src", "diff_dst"), "diff_weights", "diff_bias"),
+}
+
+_cache = P.Cache(capacity=256)
+_layouts = {}              # (pass, geometry) -> "any" | "plain": the auto choice
+_layouts_lock = threading.Lock()
+_scratch = threading.local()
+
+
+def layout_mode() -> str:
+    """``any``, ``plain`` or ``auto``, from ``DNNPY_ONEDNN_LAYOUT`` (default ``auto``)."""
+    mode = os.environ.get(LAYOUT_ENV, "").strip().lower() or "auto"
+    if mode not in ("any", "plain", "auto"):
+        raise ValueError(f"{LAYOUT_ENV}={mode!r}: expected any, plain or auto")
+    return mode
+
+
+def chosen_layouts() -> dict:
+    """``{(pass, geometry): layout}`` chosen so far by ``auto`` (for tests and reports)."""
+    with _layouts_lock:
+        return dict(_layouts)
+
+
+def clear_cache():
+    """Drop this thread's prepared primitives and every auto layout choice."""
+    _cache.clear()
+    with _layouts_lock:
+        _layouts.clear()
+
+
+def _scratch_buffer(shape):
+    """A reused per-thread float32 array of ``shape`` (contents undefined)."""
+    size = int(np.prod(shape))
+    buf = getattr(_scratch, "buf", None)
+    if buf is None or buf.size < size:
+        buf = _scratch.buf = np.empty(size, np.float32)
+    return buf[:size].reshape(shape)
+
+
+def _aligned(nbytes):
+    """A 64-byte aligned uint8 buffer (the blocked intermediates; oneDNN's JIT kernels are
+    faster on aligned rows)."""
+    raw = np.empty(nbytes + 64, np.uint8)
+    off = (-P.pointer(raw)) % 64
+    return raw[off:off + nbytes]
+
+
+def _reorder(src_md, dst_md, accumulate):
+    """A reorder primitive ``src -> dst`` (descriptor handles, borrowed); with
+    ``accumulate`` it adds onto the destination (``sum`` post-op, scale 1)."""
+    api = A.api()
+    attr = P.Attr(("sum", 1.0)) if accumulate else None
+    try:
+        pd = api.new("dnnl_reorder_primitive_desc_create", src_md, P.engine(), dst_md,
+                     P.engine(), attr.handle if attr else None)
+    finally:
+        if attr is not None:
+            attr.destroy()
+    return P.Primitive(pd, {_ARG["DNNL_ARG_FROM"]: P._Borrowed(src_md),
+                            _ARG["DNNL_ARG_TO"]: P._Borrowed(dst_md)})
+
+
+class _Conv:
+    """One pass prepared for one geometry, flags and layout: the primitive, the reorders
+    between the caller's NCHW buffers and the primitive's blocked ones, and those blocked
+    buffers. ``run(buffers)`` takes ``{role: array}`` (inputs, output, bias if any)."""
+
+    def __init__(self, kind, geom, bias, relu, add, layout):
+        self.kind, self.add = kind, add
+        self._objs = []          # destroyed in reverse order
+        try:
+            self._build(kind, geom, bias, relu, add, layout)
+        except Exception:
+            self.destroy()
+            raise
+
+    def _own(self, obj):
+        self._objs.append(obj)
+        return obj
+
+    def _pd(self, create, *args):
+        pd = A.api().new(create, *args)
+        self._objs.append(_PdOwner(pd))
+        return pd
+
+    def _build(self, kind, geom, bias, relu, add, layout):
+        api = A.api()
+        n, c, h, w, k, r, s, ho, wo, sy, sx, py, px = geom
+        shapes = {"src": (n, c, h, w), "diff_src": (n, c, h, w), "weights": (k, c, r, s),
+                  "diff_weights": (k, c, r, s), "dst": (n, k, ho, wo), "diff_dst": (n, k, ho, wo)}
+        tag = _E["dnnl_format_tag_any"] if layout == "any" else _E["dnnl_abcd"]
+        x_md, w_md, y_md = (self._own(P.MemoryDesc(sh, tag)).handle
+                            for sh in ((n, c, h, w), (k, c, r, s), (n, k, ho, wo)))
+        plain = {role: self._own(P.plain(sh)).handle for role, sh in shapes.items()}
+        b_md = self._own(P.plain((k,))).handle if bias else None
+        conv_args = (A.dims(sy, sx), A.dims(0, 0), A.dims(py, px),
+                     A.dims((ho - 1) * sy + r - h - py, (wo - 1) * sx + s - w - px))
+        alg, e = _E["dnnl_convolution_direct"], P.engine()
+        inputs, out_role, bias_role = _PASSES[kind]
+        main_sum = False
+        if kind == _FWD:
+            def forward(with_sum):
+                post = ((("sum", 1.0),) if with_sum else ()) + ((("relu",),) if relu else ())
+                attr = P.Attr(*post)
+                try:
+                    return A.api().new("dnnl_convolution_forward_primitive_desc_create", e,
+                                       _E["dnnl_forward_training"], alg, x_md, w_md, b_md, y_md,
+                                       *conv_args, attr.handle)
+                finally:
+                    attr.destroy()
+            # the sum post-op goes into the conv when the conv writes the caller's buffer
+            # (plain dst) or a ReLU must follow it; otherwise the reorder out adds
+            main_sum = add and (layout == "plain" or relu)
+            pd = forward(main_sum)
+            if add and not main_sum and P.same_md(api.dnnl_primitive_desc_query_md(
+                    pd, _E["dnnl_query_dst_md"], 0), plain["dst"]):
+                api.dnnl_primitive_desc_destroy(pd)
+                main_sum, pd = True, forward(True)
+        else:
+            hint = self._pd("dnnl_convolution_forward_primitive_desc_create", e,
+                            _E["dnnl_forward_training"], alg, x_md, w_md,
+                            b_md if kind == _BWD_FILTERS else None, y_md, *conv_args, None)
+            if kind == _BWD_DATA:
+                pd = api.new("dnnl_convolution_backward_data_primitive_desc_create", e, alg,
+                             x_md, w_md, y_md, *conv_args, hint, None)
+            else:
+                pd = api.new("dnnl_convolution_backward_weights_primitive_desc_create", e, alg,
+                             x_md, w_md, b_md, y_md, *conv_args, hint, None)
+        # the descriptors the primitive chose, and which of them differ from NCHW
+        try:
+            chosen = {role: api.dnnl_primitive_desc_query_md(pd, _ROLES[role][1], 0)
+                      for role in inputs + (out_role,)}
+            blocked = {role for role, md in chosen.items() if not P.same_md(md, plain[role])}
+        except Exception:
+            api.dnnl_primitive_desc_destroy(pd)
+            raise
+        external = {_ROLES[role][0]: _ROLES[role][1] for role in chosen}
+        if bias:
+            external[_ROLES[bias_role][0]] = P._Borrowed(b_md)
+        self.prim = self._own(P.Primitive(pd, external))
+        self.impl = self.prim.impl()
+        # blocked buffers and the reorders around the primitive
+        self._addr = {}          # role -> address of its blocked buffer
+        self._pre = []           # (reorder, role): caller's buffer -> blocked
+        self._post = None        # reorder blocked -> caller's buffer
+        for role in blocked:
+            buf = self._own(_Buffer(_aligned(api.dnnl_memory_desc_get_size(chosen[role]))))
+            self._addr[role] = P.pointer(buf.array)
+            if role != out_role or main_sum:
+                self._pre.append((self._own(_reorder(plain[role], chosen[role], False)), role))
+        self._roles = [(_ROLES[role][0], role) for role in chosen]
+        if bias:
+            self._roles.append((_ROLES[bias_role][0], bias_role))
+        self.out_role, self.bias_role = out_role, (bias_role if bias else None)
+        if out_role in blocked:
+            self._post = self._own(_reorder(chosen[out_role], plain[out_role],
+                                            add and not main_sum))
+            self._scratch_add = False
+        else:
+            # a plain output the primitive cannot accumulate into: scratch, then +=
+            self._scratch_add = add and not main_sum
+        self.out_shape = shapes[out_role]
+
+    def run(self, buffers):
+        """Execute on ``{role: C-contiguous float32 array}``; the output role's array is
+        assigned or added to, per the flags this object was built with."""
+        out = buffers[self.out_role]
+        for reorder, role in self._pre:
+            reorder({_ARG["DNNL_ARG_FROM"]: buffers[role],
+                     _ARG["DNNL_ARG_TO"]: self._addr[role]})
+        target = _scratch_buffer(self.out_shape) if self._scratch_add else out
+        args = {}
+        for arg, role in self._roles:
+            addr = self._addr.get(role)
+            args[arg] = addr if addr is not None else (target if role == self.out_role
+                                                       else buffers[role])
+        self.prim(args)
+        if self._post is not None:
+            self._post({_ARG["DNNL_ARG_FROM"]: self._addr[self.out_role],
+                        _ARG["DNNL_ARG_TO"]: out})
+        elif self._scratch_add:
+            out += target
+
+    def destroy(self):
+        objs, self._objs = self._objs, []
+        for obj in reversed(objs):
+            obj.destroy()
+
+
+class _PdOwner:
+    """A primitive descriptor handle kept alive (the backward pds' forward hint)."""
+
+    def __init__(self, pd):
+        self.pd = pd
+
+    def destroy(self):
+        if self.pd:
+            A.api().dnnl_primitive_desc_destroy(self.pd)
+            self.pd = None
+
+
+class _Buffer:
+    """A blocked intermediate owned by a ``_Conv``."""
+
+    def __init__(self, array):
+        self.array = array
+
+    def destroy(self):
+        self.array = None
+
+
+# ----------------------------------------------------------------------------------------
+# building, refusing and choosing the layout
+
+def _refused(e):
+    return isinstance(e, A.DnnlError) and e.name in ("unimplemented", "invalid_arguments")
+
+
+def _describe(geom):
+    n, c, h, w, k, r, s, ho, wo, sy, sx, py, px = geom
+    return f"x {n}x{c}x{h}x{w} w {k}x{c}x{r}x{s} s({sy},{sx}) p({py},{px}) -> {ho}x{wo}"
+
+
+def _try_build(kind, geom, flags, layout):
+    """A ``_Conv`` or the reason oneDNN refuses it (a string)."""
+    try:
+        return _Conv(kind, geom, *flags, layout)
+    except A.DnnlError as e:
+        if not _refused(e):
+            raise
+        return f"{layout}: {e}"
+
+
+def _build(kind, geom, flags, layout):
+    op = _try_build(kind, geom, flags, layout)
+    if isinstance(op, str):
+        _state.note_fallback(kind, _describe(geom), op)
+        return None
+    return op
+
+
+def _time(ops, buffers):
+    """Per op, the minimum of two runs after one warm-up, alternating between the ops."""
+    best = [float("inf")] * len(ops)
+    for rep in range(3):
+        for i, op in enumerate(ops):
+            t0 = time.perf_counter()
+            op.run(buffers)
+            if rep:
+                best[i] = min(best[i], time.perf_counter() - t0)
+    return best
+
+
+def _choose(kind, geom, flags, buffers):
+    """``(layout, op)`` for a geometry met first: ``any``, or for few channels the faster
+    of both layouts timed into scratch outputs (op None when oneDNN refuses both)."""
+    few_channels = min(geom[1], geom[4]) < TIMED_BELOW_CHANNELS
+    ops = {layout: _try_build(kind, geom, flags, layout) for layout in ("any", "plain")
+           if few_channels or layout == "any"}
+    if "plain" not in ops and isinstance(ops["any"], str):
+        ops["plain"] = _try_build(kind, geom, flags, "plain")   # any refused: plain, untimed
+    usable = {layout: op for layout, op in ops.items() if not isinstance(op, str)}
+    if not usable:
+        with _layouts_lock:
+            _layouts[(kind, geom)] = "any"
+        _state.note_fallback(kind, _describe(geom), "; ".join(ops.values()))
+        return "any", None
+    if len(usable) == 2:
+        trial = dict(buffers)
+        out_role = usable["any"].out_role
+        trial[out_role] = np.zeros(buffers[out_role].shape, np.float32)
+        if kind == _BWD_FILTERS and "diff_bias" in buffers:
+            trial["diff_bias"] = np.zeros(buffers["diff_bias"].shape, np.float32)
+        t_any, t_plain = _time([usable["any"], usable["plain"]], trial)
+        winner = "plain" if t_plain * PLAIN_MARGIN < t_any else "any"
+        usable.pop("any" if winner == "plain" else "plain").destroy()
+    winner, op = next(iter(usable.items()))
+    with _layouts_lock:
+        _layouts[(kind, geom)] = winner
+    return winner, op
+
+
+def _op(kind, geom, flags, buffers):
+    """The prepared ``_Conv`` for this call, or None when numpy must run it."""
+    mode = layout_mode()
+    if mode == "auto":
+        layout = _layouts.get((kind, geom))
+        if layout is None:
+            layout, op = _choose(kind, geom, flags, buffers)
+            got = _cache.get((kind, geom, flags, layout), lambda: op)
+            if got is not op and op is not None:
+                op.destroy()   # another call of this thread prepared it meanwhile
+            return got
+    else:
+        layout = mode
+    return _cache.get((kind, geom, flags, layout), lambda: _build(kind, geom, flags, layout))
+
+
+def _geometry(x_shape, w_shape, y_shape, sy, sx, py, px):
+    n, c, h, w = x_shape
+    k, _, r, s = w_shape
+    return (n, c, h, w, k, r, s, y_shape[2], y_shape[3], int(sy), int(sx), int(py), int(px))
+
+
+def _usable(*arrays):
+    return P.f32_contiguous(*arrays) and all(a.size for a in arrays)
+
+
+# ----------------------------------------------------------------------------------------
+# the twin's entry points
+
+def conv_forward(add_to_output, output, data, filters, stride_y, stride_x, padding_y,
+                 padding_x, biases=None, use_relu=False) -> bool:
+    """``output (+)= conv(data, filters)`` then ``+ biases`` and ReLU if asked (all fused);
+    False when numpy must run it."""
+    if not _state.active():
+        return False
+    x, w, y = data.host_read(), filters.host_read(), output.host_read()
+    b = biases.host_read().reshape(-1) if biases is not None else None
+    if not _usable(x, w, y, *(() if b is None else (b,))):
+        return False
+    geom = _geometry(x.shape, w.shape, y.shape, stride_y, stride_x, padding_y, padding_x)
+    buffers = {"src": x, "weights": w, "dst": y}
+    if b is not None:
+        buffers["bias"] = b
+    op = _op(_FWD, geom, (b is not None, bool(use_relu), bool(add_to_output)), buffers)
+    if op is None:
+        return False
+    buffers["dst"] = output.host() if add_to_output else output.host_write_only()
+    op.run(buffers)
+    return True
+
+
+def conv_backward_data(add_to_output, gradient_input, filters, data_gradient, stride_y,
+                       stride_x, padding_y, padding_x) -> bool:
+    """``data_gradient (+)=`` the data gradient; False when numpy must run it."""
+    if not _state.active():
+        return False
+    dy, w, dx = gradient_input.host_read(), filters.host_read(), data_gradient.host_read()
+    if not _usable(dy, w, dx):
+        return False
+    geom = _geometry(dx.shape, w.shape, dy.shape, stride_y, stride_x, padding_y, padding_x)
+    buffers = {"diff_dst": dy, "weights": w, "diff_src": dx}
+    op = _op(_BWD_DATA, geom, (False, False, bool(add_to_output)), buffers)
+    if op is None:
+        return False
+    buffers["diff_src"] = data_gradient.host() if add_to_output else data_gradient.host_write_only()
+    op.run(buffers)
+    return True
+
+
+def conv_backward_filters(add_to_output, gradient_input, data, filters_gradient, stride_y,
+                          stride_x, padding_y, padding_x, bias_gradient=None) -> bool:
+    """``filters_gradient (+)=`` the filter gradient and, when given, ``bias_gradient =``
+    the bias gradient (always assigned); False when numpy must run it."""
+    if not _state.active():
+        return False
+    dy, x, dw = gradient_input.host_read(), data.host_read(), filters_gradient.host_read()
+    db = bias_gradient.host_read().reshape(-1) if bias_gradient is not None else None
+    if not _usable(dy, x, dw, *(() if db is None else (db,))):
+        return False
+    geom = _geometry(x.shape, dw.shape, dy.shape, stride_y, stride_x, padding_y, padding_x)
+    buffers = {"diff_dst": dy, "src": x, "diff_weights": dw}
+    if db is not None:
+        buffers["diff_bias"] = db
+    op = _op(_BWD_FILTERS, geom, (db is not None, False, bool(add_to_output)), buffers)
+    if op is None:
+        return False
+    buffers["diff_weights"] = (filters_gradient.host() if add_to_output
+                               else filters_gradient.host_write_only())
+    if db is not None:
+        buffers["diff_bias"] = bias_gradient.host_write_only().reshape(-1)
+    op.run(buffers)
+    return True
