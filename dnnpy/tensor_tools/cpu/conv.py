@@ -193,6 +193,9 @@ def conv_backward_data(add_to_output, gradient_input, filters, data_gradient,
                     u:u + stride_x * (wo - 1) + 1:stride_x] += cols[..., t, u].transpose(0, 3, 1, 2)
         _store(dx, add_to_output, dxp[:, :, padding_y:padding_y + h, padding_x:padding_x + wd])
         return
+    if dx.shape[1] < gi.shape[1]:
+        _scatter_columns(dx, add_to_output, gi, w, stride_y, stride_x, padding_y, padding_x)
+        return
     if stride_y == 1 and stride_x == 1:
         # dx = correlate(pad(dy, R-1-py, S-1-px), flipped W with in/out channels swapped)
         _correlate(dx, add_to_output, gi, _flipped(w), 1, 1, r - 1 - padding_y, s - 1 - padding_x)
@@ -220,6 +223,34 @@ def conv_backward_data(add_to_output, gradient_input, filters, data_gradient,
         dx += inner
     else:
         dx[...] = inner
+
+
+def _scatter_columns(dx, add_to_output, gi, w, sy, sx, py, px):
+    """The data gradient as the forward's adjoint, for fewer data channels C than output
+    channels K: one GEMM gives every window's columns ``(R*S*C, samples*Ho*Wo)``, and each
+    filter tap's ``(C, samples, Ho, Wo)`` block is added back where that tap read. It moves
+    C*R*S values per output position where the im2col of dy moves K*R*S (LeNet's first
+    layer: 1 against 6 channels), and handles any stride directly. Samples go in chunks of
+    at most ``IM2COL_BYTES`` of columns."""
+    n, c, h, wd = dx.shape
+    k, _, r, s = w.shape
+    ho, wo = gi.shape[2:]
+    wt = np.ascontiguousarray(w.transpose(2, 3, 1, 0)).reshape(r * s * c, k)
+    dxp = scratch("scatter_grad", (c, n, h + 2 * py, wd + 2 * px), dx.dtype)
+    dxp.fill(0)
+    step = max(1, min(n, IM2COL_BYTES // max(1, r * s * c * ho * wo * dx.itemsize)))
+    for i in range(0, n, step):
+        m = min(step, n - i)
+        g = scratch("scatter_gi", (k, m, ho, wo), gi.dtype)
+        np.copyto(g, gi[i:i + m].transpose(1, 0, 2, 3))
+        cols = np.matmul(wt, g.reshape(k, -1), out=scratch("scatter_cols", (r * s * c, m * ho * wo),
+                                                             dx.dtype))
+        cols = cols.reshape(r, s, c, m, ho, wo)
+        for t in range(r):
+            for u in range(s):
+                dxp[:, i:i + m, t:t + sy * (ho - 1) + 1:sy, u:u + sx * (wo - 1) + 1:sx] += cols[t, u]
+    inner = dxp[:, :, py:py + h, px:px + wd].transpose(1, 0, 2, 3)
+    _store(dx, add_to_output, inner)
 
 
 def conv_backward_filters(add_to_output, gradient_input, data, filters_gradient,
