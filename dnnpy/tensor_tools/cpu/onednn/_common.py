@@ -4,33 +4,20 @@ oneDNN's refusal of a case into a remembered, logged fallback."""
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 
+from .._common import scratch as _cpu_scratch
 from . import _api as A
 from ._state import note_fallback
 
 __all__ = ["scratch", "OwnedPD", "cached"]
 
-_local = threading.local()
-
-
 def scratch(slot, shape, dtype=np.float32) -> np.ndarray:
     """An uninitialised C-contiguous array of ``shape``: this thread's buffer for ``slot``
-    (a name; two slots never share memory), grown on demand and reused, so a training step
-    allocates none after its first pass. Valid until the next request of the same slot."""
-    d = getattr(_local, "d", None)
-    if d is None:
-        d = _local.d = {}
-    n = 1
-    for s in shape:
-        n *= int(s)
-    dtype = np.dtype(dtype)
-    buf = d.get((slot, dtype))
-    if buf is None or buf.size < n:
-        buf = d[(slot, dtype)] = np.empty(max(n, 1), dtype)
-    return buf[:n].reshape(shape)
+    (the CPU twin's scratch, in a namespace of its own), grown on demand and reused, so a
+    training step allocates none after its first pass. Valid until the next request of the
+    same slot."""
+    return _cpu_scratch("onednn." + slot, shape, np.dtype(dtype))
 
 
 class OwnedPD:

@@ -49,6 +49,7 @@ import numpy as np
 from . import _api as A
 from . import _primitive as P
 from . import _state
+from ._common import OwnedPD, scratch
 
 __all__ = ["conv_forward", "conv_backward_data", "conv_backward_filters", "layout_mode",
            "chosen_layouts", "clear_cache", "PLAIN_MARGIN", "TIMED_BELOW_CHANNELS"]
@@ -82,7 +83,6 @@ _PASSES = {
 _cache = P.Cache(capacity=256)
 _layouts = {}              # (pass, geometry) -> "any" | "plain": the auto choice
 _layouts_lock = threading.Lock()
-_scratch = threading.local()
 
 
 def layout_mode() -> str:
@@ -104,15 +104,6 @@ def clear_cache():
     _cache.clear()
     with _layouts_lock:
         _layouts.clear()
-
-
-def _scratch_buffer(shape):
-    """A reused per-thread float32 array of ``shape`` (contents undefined)."""
-    size = int(np.prod(shape))
-    buf = getattr(_scratch, "buf", None)
-    if buf is None or buf.size < size:
-        buf = _scratch.buf = np.empty(size, np.float32)
-    return buf[:size].reshape(shape)
 
 
 def _aligned(nbytes):
@@ -158,7 +149,7 @@ class _Conv:
 
     def _pd(self, create, *args):
         pd = A.api().new(create, *args)
-        self._objs.append(_PdOwner(pd))
+        self._objs.append(OwnedPD(pd))
         return pd
 
     def _build(self, kind, geom, bias, relu, add, layout):
@@ -246,7 +237,7 @@ class _Conv:
         for reorder, role in self._pre:
             reorder({_ARG["DNNL_ARG_FROM"]: buffers[role],
                      _ARG["DNNL_ARG_TO"]: self._addr[role]})
-        target = _scratch_buffer(self.out_shape) if self._scratch_add else out
+        target = scratch("conv_result", self.out_shape) if self._scratch_add else out
         args = {}
         for arg, role in self._roles:
             addr = self._addr.get(role)
@@ -263,18 +254,6 @@ class _Conv:
         objs, self._objs = self._objs, []
         for obj in reversed(objs):
             obj.destroy()
-
-
-class _PdOwner:
-    """A primitive descriptor handle kept alive (the backward pds' forward hint)."""
-
-    def __init__(self, pd):
-        self.pd = pd
-
-    def destroy(self):
-        if self.pd:
-            A.api().dnnl_primitive_desc_destroy(self.pd)
-            self.pd = None
 
 
 class _Buffer:
