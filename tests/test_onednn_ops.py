@@ -19,6 +19,8 @@ from dnnpy import test_layer
 from dnnpy.tensor import default_dtype, resizable_tensor
 from dnnpy.tensor_tools import cpu, force_numpy
 from dnnpy.tensor_tools.cpu import onednn
+from dnnpy.tensor_tools.cpu.onednn import _api
+from dnnpy.tensor_tools.cpu.onednn import pooling as onednn_pooling
 
 from helpers import assert_close_scaled
 
@@ -259,6 +261,29 @@ def test_unsupported_cases_fall_back_to_numpy():
     assert not onednn.relu(dest, src)
     with force_numpy():
         assert not onednn.relu(resizable_tensor(2, 3, 4, 4), T(rand(2, 3, 4, 4)))
+
+
+def test_a_refused_primitive_runs_numpy_and_is_logged_once(monkeypatch, caplog):
+    def refuse(*args):
+        raise _api.DnnlError("dnnl_pooling_forward_primitive_desc_create", 3)
+
+    monkeypatch.setattr(onednn_pooling, "_build_forward", refuse)
+    window, shape = (2, 3, 1, 2, 0, 1), (3, 2, 7, 5)        # a geometry no other test uses
+    out_shape = _out_shape(shape, *window)
+    x = rand(*shape)
+
+    def run():
+        dest = resizable_tensor(*out_shape)
+        cpu.pooling_forward(dest, T(x), True, *window)
+        return dest.numpy()
+
+    with caplog.at_level("INFO", logger="dnnpy.onednn"):
+        got, want = both(run)
+        run()
+    assert np.array_equal(got, want)
+    refusals = [r for r in caplog.records if "refused" in r.getMessage()]
+    assert len(refusals) == 1 and "unimplemented" in refusals[0].getMessage()
+    assert any(f.startswith("pooling_forward") for f in onednn.info()["fallbacks"])
 
 
 # ---------------------------------------------------------------------------------------
