@@ -322,6 +322,11 @@ class tensor:
         return (self.is_aliased_with(other)
                 and (self._offset, self._shape) != (other._offset, other._shape))
 
+    @property
+    def dtype(self):
+        """The element type (numpy dtype) of the storage."""
+        return self._storage.host_array.dtype
+
     def write_stamp(self):
         """An opaque value, compared with ``==``, that stays equal between two calls iff the
         same view (storage, offset, shape) is asked and nothing wrote its storage in between
@@ -396,10 +401,6 @@ class resizable_tensor(tensor):
         self._storage = _storage(0)
         self._shape = (0, 0, 0, 0)
         self.annotation = None
-
-    @property
-    def dtype(self):
-        return self._storage.host_array.dtype
 
     def copy(self) -> "resizable_tensor":
         """A deep copy (dlib's resizable_tensor copy constructor), keeping the dtype."""

@@ -173,3 +173,17 @@ def test_auto_takes_any_for_many_channels(monkeypatch):
     assert oc.conv_forward(False, y, x, f, 1, 1, 0, 0)
     assert (y.host() == 72).all()
     assert oc.chosen_layouts()[("conv forward", (1, 8, 6, 6, 9, 3, 3, 4, 4, 1, 1, 0, 0))] == "any"
+
+
+def test_fused_relu_keeps_nan():
+    # oneDNN's ReLU post-op would turn a NaN into 0 and hide a diverging net
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((1, 16, 6, 6)).astype(np.float32)
+    x[0, 2, 3, 3] = np.nan
+    w = rng.standard_normal((16, 16, 3, 3)).astype(np.float32)
+    b = rng.standard_normal((1, 16, 1, 1)).astype(np.float32)
+    y = resizable_tensor(1, 16, 6, 6)
+    assert cpu_conv.onednn.conv_forward(False, y, _tensor(x), _tensor(w), 1, 1, 1, 1, _tensor(b), True)
+    out = y.numpy()
+    assert np.isnan(out[0, :, 2:5, 2:5]).all() and not np.isnan(out[0, :, 0, 0]).any()
+    assert (out[~np.isnan(out)] >= 0).all()

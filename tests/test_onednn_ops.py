@@ -16,7 +16,7 @@ import pytest
 
 from dnnpy import layers as L
 from dnnpy import test_layer
-from dnnpy.tensor import default_dtype, resizable_tensor
+from dnnpy.tensor import alias_tensor, default_dtype, resizable_tensor
 from dnnpy.tensor_tools import cpu, force_numpy
 from dnnpy.tensor_tools.cpu import onednn
 from dnnpy.tensor_tools.cpu.onednn import _api
@@ -261,6 +261,58 @@ def test_unsupported_cases_fall_back_to_numpy():
     assert not onednn.relu(dest, src)
     with force_numpy():
         assert not onednn.relu(resizable_tensor(2, 3, 4, 4), T(rand(2, 3, 4, 4)))
+
+
+def test_non_finite_inputs_keep_numpys_answers():
+    # oneDNN's ReLU maps NaN to 0 and its max pooling skips NaN and starts from -FLT_MAX:
+    # such inputs run on numpy, so a diverging net stays visible
+    x = rand(2, 3, 4, 4)
+    x[0, 1, 2, 2], x[1, 0, :2, :2] = np.nan, -np.inf
+
+    def run():
+        y = resizable_tensor(*x.shape)
+        cpu.relu(y, T(x))
+        p = resizable_tensor(2, 3, 2, 2)
+        cpu.pooling_forward(p, T(x), True, 2, 2, 2, 2, 0, 0, state={})
+        return y.numpy(), p.numpy()
+
+    (y, p), (y0, p0) = both(run)
+    assert np.isnan(y[0, 1, 2, 2]) and np.array_equal(y, y0, equal_nan=True)
+    assert p[1, 0, 0, 0] == -np.inf and np.array_equal(p, p0, equal_nan=True)
+
+
+def test_partly_overlapping_relu_views_run_on_numpy():
+    base = rand(1, 1, 1, 4096)
+
+    def forward():
+        b = T(base)
+        cpu.relu(alias_tensor(1, 1, 1, 4000)(b, 33), alias_tensor(1, 1, 1, 4000)(b, 0))
+        return b.numpy()
+
+    out = rand(1, 1, 1, 4000)
+
+    def backward():
+        b, d = T(base), T(out)
+        cpu.relu_gradient(alias_tensor(1, 1, 1, 4000)(b, 40), d,
+                          alias_tensor(1, 1, 1, 4000)(b, 0), add_to=False)
+        return b.numpy()
+
+    want = base.ravel().copy()
+    want[33:4033] = np.maximum(base.ravel()[:4000], 0)
+    assert np.array_equal(forward().ravel(), want)
+    got, ref = both(backward)
+    assert np.array_equal(got, ref)
+
+
+def test_float64_outputs_of_float32_inputs_run_on_numpy():
+    x = rand(1, 2, 4, 4)
+    with default_dtype(np.float64):
+        y, g = resizable_tensor(1, 2, 4, 4), resizable_tensor(1, 2, 4, 4)
+    assert not onednn.relu(y, T(x))
+    assert not onednn.pooling_backward(T(rand(1, 2, 2, 2)), T(rand(1, 2, 2, 2)), T(x), g, False,
+                                       2, 2, 2, 2, 0, 0)
+    cpu.relu(y, T(x))
+    assert np.array_equal(y.numpy(), np.maximum(x, 0))
 
 
 def test_a_refused_primitive_runs_numpy_and_is_logged_once(monkeypatch, caplog):

@@ -10,7 +10,7 @@ from .._common import scratch as _cpu_scratch
 from . import _api as A
 from ._state import note_fallback
 
-__all__ = ["scratch", "OwnedPD", "cached"]
+__all__ = ["scratch", "OwnedPD", "cached", "has_non_finite", "float32_tensors"]
 
 def scratch(slot, shape, dtype=np.float32) -> np.ndarray:
     """An uninitialised C-contiguous array of ``shape``: this thread's buffer for ``slot``
@@ -42,3 +42,16 @@ def cached(cache, key, build):
             note_fallback(key[0], key[1:], e.name)
             return None
     return cache.get(key, safe)
+
+
+def has_non_finite(x) -> bool:
+    """Whether ``x`` holds a NaN or an infinity: one float32 sum (NaN anywhere makes it NaN,
+    an infinity makes it infinite; a finite sum that overflows also says True, harmlessly:
+    the caller only hands such inputs to numpy). For the ops whose oneDNN kernels treat NaN
+    or infinities otherwise than numpy (ReLU forward, max pooling)."""
+    return not np.isfinite(np.add.reduce(x, axis=None))
+
+
+def float32_tensors(*tensors) -> bool:
+    """Whether every tensor stores float32 (outputs too: oneDNN writes float32 bits)."""
+    return all(t.dtype == np.float32 for t in tensors)

@@ -22,7 +22,7 @@ import numpy as np
 
 from . import _api as A
 from . import _primitive as P
-from ._common import OwnedPD, cached, scratch
+from ._common import OwnedPD, cached, float32_tensors, scratch
 from ._state import active
 
 __all__ = ["batch_normalize", "batch_normalize_conv", "batch_normalize_gradient",
@@ -84,7 +84,8 @@ def _train(conv, eps, dest, means, invstds, f, running_means, running_variances,
         return False
     x = src.host_read()
     gam, bet = gamma.host_read(), beta.host_read()
-    if not P.f32_contiguous(x, gam, bet) or x.size == 0 or x.shape[0] < 2:
+    if (not P.f32_contiguous(x, gam, bet) or not float32_tensors(dest, means, invstds)
+            or x.size == 0 or x.shape[0] < 2):
         return False
     shape = _nchw(x.shape, conv)
     op = "batch_normalize_conv" if conv else "batch_normalize"
@@ -121,7 +122,9 @@ def _gradient(conv, eps, gradient_input, means, invstds, src, gamma, src_grad, g
     x = src.host_read()
     g = gradient_input.host_read()
     m, inv, gam = means.host_read(), invstds.host_read(), gamma.host_read()
-    if not P.f32_contiguous(x, g, m, inv, gam) or x.size == 0 or x.shape[0] < 2:
+    if (not P.f32_contiguous(x, g, m, inv, gam)
+            or not float32_tensors(src_grad, gamma_grad, beta_grad)
+            or x.size == 0 or x.shape[0] < 2):
         return False
     shape = _nchw(x.shape, conv)
     op = "batch_normalize_conv_gradient" if conv else "batch_normalize_gradient"

@@ -31,7 +31,8 @@ on a busy 2-core machine it flipped large shapes to ``plain`` (2x slower there),
 heuristic gate and the margin.
 
 Accumulation: the forward's ``add_to_output`` is oneDNN's ``sum`` post-op (scale 1), so
-with biases and ReLU it is ``relu(old + conv + bias)`` like the numpy twin. Backward
+with biases it is ``old + conv + bias`` like the numpy twin; ``use_relu`` is then numpy's
+``maximum`` on the output (oneDNN's ReLU maps NaN to 0, numpy's and dlib's keep it). Backward
 primitives only assign: with ``add_to_output`` they write a per-thread scratch buffer that
 is then added (plain layout), or their blocked result is reordered onto the destination
 with a ``sum`` post-op (``any``). Without it they write the destination directly; every
@@ -134,11 +135,11 @@ class _Conv:
     between the caller's NCHW buffers and the primitive's blocked ones, and those blocked
     buffers. ``run(buffers)`` takes ``{role: array}`` (inputs, output, bias if any)."""
 
-    def __init__(self, kind, geom, bias, relu, add, layout):
+    def __init__(self, kind, geom, bias, add, layout):
         self.kind, self.add = kind, add
         self._objs = []          # destroyed in reverse order
         try:
-            self._build(kind, geom, bias, relu, add, layout)
+            self._build(kind, geom, bias, add, layout)
         except Exception:
             self.destroy()
             raise
@@ -152,7 +153,7 @@ class _Conv:
         self._objs.append(OwnedPD(pd))
         return pd
 
-    def _build(self, kind, geom, bias, relu, add, layout):
+    def _build(self, kind, geom, bias, add, layout):
         api = A.api()
         n, c, h, w, k, r, s, ho, wo, sy, sx, py, px = geom
         shapes = {"src": (n, c, h, w), "diff_src": (n, c, h, w), "weights": (k, c, r, s),
@@ -169,8 +170,7 @@ class _Conv:
         main_sum = False
         if kind == _FWD:
             def forward(with_sum):
-                post = ((("sum", 1.0),) if with_sum else ()) + ((("relu",),) if relu else ())
-                attr = P.Attr(*post)
+                attr = P.Attr(*((("sum", 1.0),) if with_sum else ()))
                 try:
                     return A.api().new("dnnl_convolution_forward_primitive_desc_create", e,
                                        _E["dnnl_forward_training"], alg, x_md, w_md, b_md, y_md,
@@ -178,8 +178,8 @@ class _Conv:
                 finally:
                     attr.destroy()
             # the sum post-op goes into the conv when the conv writes the caller's buffer
-            # (plain dst) or a ReLU must follow it; otherwise the reorder out adds
-            main_sum = add and (layout == "plain" or relu)
+            # (plain dst); otherwise the reorder out adds
+            main_sum = add and layout == "plain"
             pd = forward(main_sum)
             if add and not main_sum and P.same_md(api.dnnl_primitive_desc_query_md(
                     pd, _E["dnnl_query_dst_md"], 0), plain["dst"]):
@@ -368,7 +368,7 @@ def _usable(*arrays):
 
 def conv_forward(add_to_output, output, data, filters, stride_y, stride_x, padding_y,
                  padding_x, biases=None, use_relu=False) -> bool:
-    """``output (+)= conv(data, filters)`` then ``+ biases`` and ReLU if asked (all fused);
+    """``output (+)= conv(data, filters)`` then ``+ biases`` (fused) and ReLU if asked;
     False when numpy must run it."""
     if not _state.active():
         return False
@@ -380,11 +380,15 @@ def conv_forward(add_to_output, output, data, filters, stride_y, stride_x, paddi
     buffers = {"src": x, "weights": w, "dst": y}
     if b is not None:
         buffers["bias"] = b
-    op = _op(_FWD, geom, (b is not None, bool(use_relu), bool(add_to_output)), buffers)
+    # no fused ReLU post-op: oneDNN's ReLU maps NaN to 0, which would hide a diverging net;
+    # numpy's maximum (one pass over the output) keeps NaN, as dlib and cuDNN do
+    op = _op(_FWD, geom, (b is not None, bool(add_to_output)), buffers)
     if op is None:
         return False
-    buffers["dst"] = output.host() if add_to_output else output.host_write_only()
+    out = buffers["dst"] = output.host() if add_to_output else output.host_write_only()
     op.run(buffers)
+    if use_relu:
+        np.maximum(out, 0, out=out)
     return True
 
 
@@ -398,7 +402,7 @@ def conv_backward_data(add_to_output, gradient_input, filters, data_gradient, st
         return False
     geom = _geometry(dx.shape, w.shape, dy.shape, stride_y, stride_x, padding_y, padding_x)
     buffers = {"diff_dst": dy, "weights": w, "diff_src": dx}
-    op = _op(_BWD_DATA, geom, (False, False, bool(add_to_output)), buffers)
+    op = _op(_BWD_DATA, geom, (False, bool(add_to_output)), buffers)
     if op is None:
         return False
     buffers["diff_src"] = data_gradient.host() if add_to_output else data_gradient.host_write_only()
@@ -420,7 +424,7 @@ def conv_backward_filters(add_to_output, gradient_input, data, filters_gradient,
     buffers = {"diff_dst": dy, "src": x, "diff_weights": dw}
     if db is not None:
         buffers["diff_bias"] = db
-    op = _op(_BWD_FILTERS, geom, (db is not None, False, bool(add_to_output)), buffers)
+    op = _op(_BWD_FILTERS, geom, (db is not None, bool(add_to_output)), buffers)
     if op is None:
         return False
     buffers["diff_weights"] = (filters_gradient.host() if add_to_output

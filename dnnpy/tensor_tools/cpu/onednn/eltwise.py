@@ -1,11 +1,15 @@
 """oneDNN's ReLU forward and backward for the CPU twin's ``relu`` / ``relu_gradient``.
 
+The forward hands an input holding NaN or an infinity to numpy: oneDNN's ReLU maps NaN to
+0, which would hide a diverging net (numpy, dlib and cuDNN keep it). An output that
+partly overlaps an input also runs on numpy.
+
 dlib's ``relu_gradient(grad, dest, gradient_input)`` sees the layer's output, not its input:
 oneDNN's ``eltwise_relu_use_dst_for_bwd`` computes ``gi * (dest > 0)``. For finite values
-that is bit-identical to numpy's twin. Non-finite values differ, and only once a net has
-already diverged: an infinite or NaN ``gi`` where ``dest <= 0`` gives NaN (numpy: 0, as
+that is bit-identical to numpy's twin. Non-finite gradients differ, and only once a net
+has already diverged: an infinite or NaN ``gi`` where ``dest <= 0`` gives NaN (numpy: 0, as
 dlib), and a NaN ``dest`` passes ``gi`` through (dlib: only in place). Either way a NaN
-shows, none is hidden, and the trainer's divergence checks stop the run.
+shows and the trainer's divergence checks stop the run.
 Tensors are treated as flat 1-D vectors: one primitive per element count.
 """
 
@@ -15,7 +19,7 @@ import numpy as np
 
 from . import _api as A
 from . import _primitive as P
-from ._common import OwnedPD, cached, scratch
+from ._common import OwnedPD, cached, float32_tensors, has_non_finite, scratch
 from ._state import active
 
 __all__ = ["relu", "relu_gradient"]
@@ -61,7 +65,8 @@ def relu(dest, src) -> bool:
     if not active():
         return False
     x = src.host_read()
-    if not P.f32_contiguous(x) or x.size == 0:
+    if (not P.f32_contiguous(x) or not float32_tensors(dest) or x.size == 0
+            or dest.overlaps_elsewhere(src) or has_non_finite(x)):
         return False
     prim = cached(_cache, ("relu", x.size), lambda: _build_forward(x.size))
     if prim is None:
@@ -78,7 +83,9 @@ def relu_gradient(grad, dest, gradient_input, add_to=True) -> bool:
         return False
     d = dest.host_read()
     gi = gradient_input.host_read()
-    if not P.f32_contiguous(d, gi) or d.size == 0:
+    if not P.f32_contiguous(d, gi) or not float32_tensors(grad) or d.size == 0:
+        return False
+    if grad.overlaps_elsewhere(gradient_input) or grad.is_aliased_with(dest):
         return False
     prim = cached(_cache, ("relu_gradient", d.size), lambda: _Backward(d.size))
     if prim is None:

@@ -7,9 +7,10 @@ padding never wins a max; a tied max window sends its gradient to its first maxi
 row-major order, as dlib's ``max_point`` (checked in tests/test_onednn_ops.py). Results are
 bit-identical to numpy's for finite inputs. NaN would differ: oneDNN's max ignores NaNs (a
 window's max is that of its other pixels, which gets the gradient), numpy's propagates
-them (NaN out, gradient to the window's first pixel). A NaN that max pooling swallowed
-would hide a diverging net, so max pooling checks its input (one sum, a few percent of the
-op) and hands an input holding NaN to numpy, forward and backward.
+them (NaN out, gradient to the window's first pixel), and a window of -inf gives -FLT_MAX
+(numpy: -inf). A NaN that max pooling swallowed would hide a diverging net, so max pooling
+checks its input (one sum, a few percent of the op) and hands an input holding NaN or an
+infinity to numpy, forward and backward.
 
 Max pooling's backward needs the forward's workspace (the argmax of each window, one byte
 per output here). ``tt.pooling`` owns a ``state`` dict and passes it to both calls: the
@@ -24,7 +25,7 @@ import numpy as np
 
 from . import _api as A
 from . import _primitive as P
-from ._common import OwnedPD, cached, scratch
+from ._common import OwnedPD, cached, float32_tensors, has_non_finite, scratch
 from ._state import active
 
 __all__ = ["pooling_forward", "pooling_backward"]
@@ -101,10 +102,10 @@ def pooling_forward(dest, src, do_max, wh, ww, sy, sx, py, px, state=None) -> bo
     if not active():
         return False
     x = src.host_read()
-    if not P.f32_contiguous(x) or x.size == 0:
+    if not P.f32_contiguous(x) or not float32_tensors(dest) or x.size == 0:
         return False
     window = (wh, ww, sy, sx, py, px)
-    if do_max and _has_nan(x):
+    if do_max and has_non_finite(x):
         if state is not None:
             state[_STATE_KEY] = None
         return False
@@ -125,19 +126,13 @@ def pooling_forward(dest, src, do_max, wh, ww, sy, sx, py, px, state=None) -> bo
     return True
 
 
-def _has_nan(x):
-    # a NaN anywhere makes the sum NaN; inf alone does not, and +inf with -inf only
-    # sends a harmless case to numpy
-    return bool(np.isnan(np.add.reduce(x, axis=None)))
-
-
 def _workspace(state, src, x, dst_shape, window):
     """The max-pool workspace of ``src`` from ``state`` if it is current, else recomputed
     into scratch by a training forward whose output is discarded."""
     kept = state.get(_STATE_KEY) if state is not None else None
     if kept is not None and kept[0] == (x.shape, dst_shape, window) and kept[1] == src.write_stamp():
         return kept[2]
-    if _has_nan(x):
+    if has_non_finite(x):
         return None
     prim = _forward_prim(x.shape, dst_shape, True, True, window)
     if prim is None:
@@ -154,7 +149,7 @@ def pooling_backward(gradient_input, dest, src, grad, do_max, wh, ww, sy, sx, py
         return False
     x = src.host_read()
     gi = gradient_input.host_read()
-    if not P.f32_contiguous(x, gi) or x.size == 0:
+    if not P.f32_contiguous(x, gi) or not float32_tensors(grad) or x.size == 0:
         return False
     window = (wh, ww, sy, sx, py, px)
     key = ("pooling_backward", x.shape, gi.shape, do_max, window)
