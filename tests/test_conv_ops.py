@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import dnnpy.tensor_tools as tt
-from dnnpy import con, cont, input_tensor, resizable_tensor
+from dnnpy import alias_tensor, con, cont, input_tensor, resizable_tensor
 
 import reference
 
@@ -155,3 +155,18 @@ def test_tensor_conv_in_one_sample_chunks(cfg, rng, monkeypatch):
     monkeypatch.setattr(cpu_conv, "SMALL_COLUMNS", 0)
     _matches_loops(cfg, False, rng)
     _matches_loops(cfg, True, rng)
+
+
+def test_a_destination_sharing_memory_with_an_input_is_refused():
+    conv = tt.tensor_conv()
+    store = resizable_tensor(1, 1, 1, 2 * 2 * 5 * 5)
+    data = alias_tensor(2, 2, 5, 5)(store, 0)
+    filters = resizable_tensor(2, 2, 3, 3)
+    conv.setup(data, filters, 1, 1, 1, 1)
+    with pytest.raises(ValueError, match=r"tensor_conv.__call__: the destination.*shares memory with data"):
+        conv(False, alias_tensor(2, 2, 5, 5)(store, 0), data, filters)
+    with pytest.raises(ValueError, match=r"get_gradient_for_data: the destination.*gradient_input"):
+        conv.get_gradient_for_data(True, data, filters, alias_tensor(2, 2, 5, 5)(store, 0))
+    with pytest.raises(ValueError, match=r"get_gradient_for_filters: the destination.*data"):
+        conv.get_gradient_for_filters(True, resizable_tensor(2, 2, 5, 5), data,
+                                      alias_tensor(2, 2, 3, 3)(store, 0))

@@ -111,8 +111,18 @@ class tensor_conv:
         self._check("__call__", data=data, filters=filters, output=output)
         if biases is not None:
             self._check_bias("__call__", biases, "biases")
+        self._check_distinct("__call__", output, data=data, filters=filters, biases=biases)
         _backend().conv_forward(add_to_output, output, data, filters, *self._args(),
                                 biases=biases, use_relu=bool(use_relu))
+
+    @staticmethod
+    def _check_distinct(op, written, **read):
+        """dlib's requirement that the destination is not one of the inputs: a twin writing
+        it while reading them (oneDNN does) would compute garbage."""
+        for name, t in read.items():
+            if t is not None and written.is_aliased_with(t):
+                raise ValueError(f"tensor_conv.{op}: the destination{written.shape} shares memory "
+                                 f"with {name}{t.shape}")
 
     def _check_bias(self, op, t, name):
         if not isinstance(t, tensor):
@@ -128,6 +138,8 @@ class tensor_conv:
         contents, even NaN, are not read)."""
         self._check("get_gradient_for_data", gradient_input=gradient_input, filters=filters,
                     data_gradient=data_gradient)
+        self._check_distinct("get_gradient_for_data", data_gradient,
+                             gradient_input=gradient_input, filters=filters)
         _backend().conv_backward_data(add_to_output, gradient_input, filters, data_gradient,
                                       *self._args())
 
@@ -141,5 +153,10 @@ class tensor_conv:
                     filters_gradient=filters_gradient)
         if bias_gradient is not None:
             self._check_bias("get_gradient_for_filters", bias_gradient, "bias_gradient")
+            self._check_distinct("get_gradient_for_filters", bias_gradient,
+                                 gradient_input=gradient_input, data=data,
+                                 filters_gradient=filters_gradient)
+        self._check_distinct("get_gradient_for_filters", filters_gradient,
+                             gradient_input=gradient_input, data=data)
         _backend().conv_backward_filters(add_to_output, gradient_input, data, filters_gradient,
                                          *self._args(), bias_gradient=bias_gradient)
