@@ -45,11 +45,11 @@ def cached(cache, key, build):
 
 
 def has_non_finite(x) -> bool:
-    """Whether ``x`` holds a NaN or an infinity: one float32 sum (NaN anywhere makes it NaN,
-    an infinity makes it infinite; a finite sum that overflows also says True, harmlessly:
-    the caller only hands such inputs to numpy). For the ops whose oneDNN kernels treat NaN
-    or infinities otherwise than numpy (ReLU forward, max pooling)."""
-    return not np.isfinite(np.add.reduce(x, axis=None))
+    """Whether ``x`` holds a NaN or an infinity: its minimum and maximum (NaN propagates
+    through both; SIMD reductions, about a tenth of a ReLU's time each). For the ops whose
+    oneDNN kernels treat NaN or infinities otherwise than numpy (ReLU forward, max
+    pooling)."""
+    return not (np.isfinite(x.min()) and np.isfinite(x.max()))
 
 
 def float32_tensors(*tensors) -> bool:
