@@ -10,7 +10,10 @@ For 10 random fake subnets it runs ``setup``, ``forward`` and ``backward`` and c
   the subnet's gradient inputs held before ``backward`` (so a layer that overwrites instead
   of ADDING fails);
 * for in-place layers, that in-place and out-of-place runs agree (forward, and backward
-  in its assign and add modes).
+  in its assign and add modes);
+* for a layer that asks ``sub.get_gradient_input_target()`` (the optional "assign when the
+  target is stale" path, docs/layer_interface.md), that with ``add_to=False`` it assigns
+  every element of a NaN-filled gradient and gets what the add path adds.
 
 A step fails when ``|relative error| > 0.05 and |absolute error| > 0.006``; the whole run
 fails if the mean relative error over parameters or data exceeds 0.003 (dlib's numbers).
@@ -58,6 +61,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import tensor_tools as tt
+from .core import backward_inplace_takes_add_to
 from .layers.base import computational_layer, seeded_initialisation
 from .templates import tag_templates
 from .tensor import default_dtype, resizable_tensor
@@ -193,15 +197,31 @@ class _fake_subnet:
         self._sub = None
         self._tagged = {}
         self.template = None
+        self.stale = False        # a fresh backward pass (see _run._check_assign)
+        self.assigned = False     # the layer took this gradient as a stale target
 
     def get_output(self):
         return self.output
 
     def get_gradient_input(self):
+        if self.stale:            # dlib's lazy zeroing
+            self.stale = False
+            self.gradient_input.fill(0)
         return self.gradient_input
 
+    def get_gradient_input_target(self):
+        """``(gradient, add_to)``: while stale, the gradient filled with NaN and False (the
+        layer must assign every element); otherwise the gradient and True."""
+        if self.stale:
+            self.stale, self.assigned = False, True
+            self.gradient_input.fill(np.nan)
+            return self.gradient_input, False
+        return self.gradient_input, True
+
     _private_get_output = get_output
-    _private_get_gradient_input = get_gradient_input
+
+    def _private_get_gradient_input(self):
+        return self.get_gradient_input()
 
     def subnet(self):
         if self._sub is None:
@@ -259,8 +279,13 @@ def _forward(layer, sub, output):
 def _backward(layer, computed_output, gradient_input, sub, params_grad):
     needs = getattr(layer, "backward_needs_output", False)
     if _is_inplace(layer):
-        args = (gradient_input, sub.get_gradient_input(), params_grad)
-        layer.backward_inplace(*((computed_output,) + args if needs else args))
+        kw = {}
+        if backward_inplace_takes_add_to(layer) and sub.gradient_input is not gradient_input:
+            data_grad, kw["add_to"] = sub.get_gradient_input_target()
+        else:
+            data_grad = sub.get_gradient_input()
+        args = (gradient_input, data_grad, params_grad)
+        layer.backward_inplace(*((computed_output,) + args if needs else args), **kw)
     elif needs:
         layer.backward(computed_output, gradient_input, sub, params_grad)
     else:
@@ -416,6 +441,49 @@ class _run:
                     got = float(flat_grad[j]) - float(init.reshape(-1)[j])
                     self.judge("data variable", index, ref, got, it, self.rs_data)
                     index += 1
+            if it == 0:   # its own random numbers: the iterations' draws stay dlib's
+                self._check_assign(np.random.default_rng([self.seed, 0xa55]), sub, inputs)
+
+    def _check_assign(self, rnd, sub, levels):
+        """A layer that takes its subnet's gradient with ``get_gradient_input_target()``
+        (docs/layer_interface.md) must, when told ``add_to=False``, ASSIGN every element: the
+        stale gradient is handed over filled with NaN, and the backward must give what the
+        add path adds to a zeroed gradient."""
+        layer, tol = self.layer, self.tol
+        output = resizable_tensor()
+        _forward(layer, sub, output)           # the numerical checks left perturbed state
+        input_grad = _like(output, rnd.standard_normal(output.shape))
+
+        def backward(stale):
+            for lv in levels:
+                lv.gradient_input.fill(0)
+                lv.stale, lv.assigned = stale, False
+            params_grad = resizable_tensor()
+            params_grad.copy_size(layer.get_layer_params())
+            params_grad.fill(np.inf)
+            _backward(layer, output, input_grad, sub, params_grad)
+            for lv in levels:
+                lv.stale = False
+            return params_grad
+
+        backward(False)
+        want = [np.asarray(lv.gradient_input, np.float64).copy() for lv in levels]
+        backward(True)
+        for i, (lv, w) in enumerate(zip(levels, want)):
+            if not lv.assigned:
+                continue
+            got = np.asarray(lv.gradient_input, np.float64)
+            unwritten = int(np.isnan(got).sum() - np.isnan(w).sum())
+            err = float(np.nanmax(np.abs(got - w))) if got.size else 0.0
+            if unwritten > 0 or not err <= tol.inplace * max(1.0, float(np.abs(w).max())):
+                raise _failed(
+                    "backward() took the gradient of subnet level "
+                    f"{i}{tuple(lv.gradient_input.shape)} with get_gradient_input_target() and was "
+                    "told add_to=False (the gradient is stale: it must ASSIGN every element), but "
+                    + (f"left {unwritten} of {got.size} elements unwritten (NaN)"
+                       if unwritten > 0 else
+                       f"its result differs from the add path's by up to {err:.6g}")
+                    + ".\n")
 
     def _check_inplace(self, rnd):
         """In-place and out-of-place runs of an in-place layer must agree (dlib's check)."""

@@ -6,7 +6,7 @@ import pytest
 import dnnpy
 import dnnpy.tensor_tools as tt
 from dnnpy import layer_test_results, relu_, test_layer
-from dnnpy.layers.base import computational_layer, randomize_parameters
+from dnnpy.layers.base import computational_layer, gradient_input_target, randomize_parameters
 from dnnpy.testing import EPS_VALUES, replaying_rand
 from helpers import swish_
 
@@ -29,6 +29,17 @@ class _scale_by_two_(computational_layer):
             tt.add(0, sub.get_gradient_input(), 2, gradient_input)
         elif self.mode == "almost":  # 0.1% off: passes dlib's float32 tolerance, not float64's
             tt.add(1, sub.get_gradient_input(), 2.002, gradient_input)
+        else:  # the stale-target path: right ("target"), or assigning only half ("half")
+            grad, add_to = gradient_input_target(sub)
+            if add_to:
+                tt.add(1, grad, 2, gradient_input)
+            else:
+                g = 2 * gradient_input.host_read()
+                out = grad.host()
+                if self.mode == "half":
+                    out[:, : out.shape[1] // 2] = g[:, : out.shape[1] // 2]
+                else:
+                    out[...] = g
 
 
 class _channel_scale_(computational_layer):
@@ -98,6 +109,13 @@ def test_almost_right_gradient_needs_float64():
     result = test_layer(_scale_by_two_("almost"), dtype=np.float64)
     assert not result
     assert "expected derivative" in result.log and "output derivative" in result.log
+
+
+@DTYPES
+def test_the_stale_target_path_must_assign_every_element(dtype):
+    assert test_layer(_scale_by_two_("target"), dtype=dtype)
+    bad = test_layer(_scale_by_two_("half"), dtype=dtype)
+    assert not bad and "add_to=False" in bad.log and "unwritten (NaN)" in bad.log
 
 
 def test_inplace_assign_rule_is_checked():

@@ -33,8 +33,8 @@ the layer has overwritten).
 
 from .nodes import *  # noqa: F401,F403
 from .nodes import __all__ as _nodes_all
-from .add_layer import add_layer
+from .add_layer import add_layer, backward_inplace_takes_add_to
 from .repeat import repeat_layer
 from .loss_node import add_loss_layer
 
-__all__ = [*_nodes_all, "add_layer", "repeat_layer", "add_loss_layer"]
+__all__ = [*_nodes_all, "add_layer", "backward_inplace_takes_add_to", "repeat_layer", "add_loss_layer"]

@@ -4,11 +4,25 @@ in-place rule (see the package docstring)."""
 
 from __future__ import annotations
 
+import inspect
+
 from ..tensor import read_only_view, resizable_tensor, tensor
 from .calls import blame
 from .nodes import net_node, subnet_wrapper, wrapper_state
 
-__all__ = ["add_layer"]
+__all__ = ["add_layer", "backward_inplace_takes_add_to"]
+
+
+def backward_inplace_takes_add_to(details) -> bool:
+    """Whether an in-place layer's ``backward_inplace`` accepts the ``add_to`` keyword: the
+    net then passes ``add_to=False`` when its out-of-place ``data_grad`` is stale (assign
+    every element) and True otherwise (docs/layer_interface.md). Read from the method's own
+    signature, so a subclass that overrides it without the keyword is called without it."""
+    method = getattr(details, "backward_inplace", None)
+    try:
+        return method is not None and "add_to" in inspect.signature(method).parameters
+    except (TypeError, ValueError):  # a callable without a signature: call it as dlib does
+        return False
 
 
 class add_layer(net_node):
@@ -28,8 +42,7 @@ class add_layer(net_node):
         self._wsub = subnet_wrapper(subnet)
         self._inplace_capable = hasattr(details, "forward_inplace")
         self._needs_output = bool(getattr(details, "backward_needs_output", False))
-        # an in-place layer whose backward_inplace takes add_to (False: assign data_grad)
-        self._assigns_stale = bool(getattr(details, "backward_inplace_takes_add_to", False))
+        self._assigns_stale = backward_inplace_takes_add_to(details)
         self._inplace = self._inplace_capable and not subnet._requires_forward_output()
         if self._inplace:
             subnet._disable_getters()

@@ -84,8 +84,6 @@ class relu_(computational_layer, _identity_map):
 
     dot_name = "relu"
     backward_needs_output = True
-    # backward_inplace takes add_to: the net passes False when data_grad is stale (assign)
-    backward_inplace_takes_add_to = True
 
     def __init__(self):
         super().__init__()
