@@ -258,14 +258,16 @@ def test_unsupported_cases_fall_back_to_numpy():
     with default_dtype(np.float64):
         src, dest = T(rand(2, 3, 4, 4)), resizable_tensor(2, 3, 4, 4)
     assert src.host_read().dtype == np.float64
-    assert not onednn.relu(dest, src)
+    assert not onednn.relu_gradient(dest, src, src)
     with force_numpy():
-        assert not onednn.relu(resizable_tensor(2, 3, 4, 4), T(rand(2, 3, 4, 4)))
+        x = T(rand(2, 3, 4, 4))
+        assert not onednn.relu_gradient(resizable_tensor(2, 3, 4, 4), x, x)
 
 
 def test_non_finite_inputs_keep_numpys_answers():
-    # oneDNN's ReLU maps NaN to 0 and its max pooling skips NaN and starts from -FLT_MAX:
-    # such inputs run on numpy, so a diverging net stays visible
+    # oneDNN's ReLU maps NaN to 0 (the CPU twin's ReLU forward is numpy's) and its max
+    # pooling skips NaN and starts from -FLT_MAX (such inputs run on numpy), so a diverging
+    # net stays visible
     x = rand(2, 3, 4, 4)
     x[0, 1, 2, 2], x[1, 0, :2, :2] = np.nan, -np.inf
 
@@ -308,7 +310,7 @@ def test_float64_outputs_of_float32_inputs_run_on_numpy():
     x = rand(1, 2, 4, 4)
     with default_dtype(np.float64):
         y, g = resizable_tensor(1, 2, 4, 4), resizable_tensor(1, 2, 4, 4)
-    assert not onednn.relu(y, T(x))
+    assert not onednn.relu_gradient(y, T(x), T(x), add_to=False)
     assert not onednn.pooling_backward(T(rand(1, 2, 2, 2)), T(rand(1, 2, 2, 2)), T(x), g, False,
                                        2, 2, 2, 2, 0, 0)
     cpu.relu(y, T(x))

@@ -1,5 +1,5 @@
 """oneDNN under the numpy twin: the CPU twin's accelerator for float32 convolutions,
-pooling, ReLU, batch norm and matrix products (issue 12; docs/performance.md).
+pooling, the ReLU gradient, batch norm and matrix products (issue 12; docs/performance.md).
 
 The numpy twin stays the complete reference: float64, other platforms, and every case
 oneDNN refuses run there. Each op entry point here has the twin's signature and returns
@@ -27,10 +27,10 @@ __all__ = ["conv_forward", "conv_backward_data", "conv_backward_filters", "activ
 # the non-conv ops (eltwise, pooling, bnorm, matmul)
 from .bnorm import (batch_normalize, batch_normalize_conv, batch_normalize_conv_gradient,
                     batch_normalize_gradient)
-from .eltwise import relu, relu_gradient
+from .eltwise import relu_gradient
 from .matmul import gemm
 from .pooling import pooling_backward, pooling_forward
 
-__all__ += ["relu", "relu_gradient", "pooling_forward", "pooling_backward", "batch_normalize",
+__all__ += ["relu_gradient", "pooling_forward", "pooling_backward", "batch_normalize",
             "batch_normalize_conv", "batch_normalize_gradient", "batch_normalize_conv_gradient",
             "gemm"]

@@ -21,8 +21,8 @@ import numpy as np
 
 from . import _api as A
 
-__all__ = ["engine", "stream", "MemoryDesc", "plain", "Attr", "Primitive", "Reorder", "Cache",
-           "pointer"]
+__all__ = ["engine", "stream", "MemoryDesc", "plain", "Attr", "Primitive", "Reorder", "Borrowed",
+           "Cache", "pointer", "same_md", "f32_contiguous"]
 
 _engine = None
 _engine_lock = threading.Lock()
@@ -190,17 +190,24 @@ class Primitive:
 
 
 class Reorder(Primitive):
-    """A reorder from ``src`` to ``dst`` (borrowed or owned descriptor handles)."""
+    """A reorder from ``src`` to ``dst`` (descriptor handles owned elsewhere); with
+    ``accumulate`` it adds onto the destination (a ``sum`` post-op, scale 1)."""
 
-    def __init__(self, src, dst, owned=()):
+    def __init__(self, src, dst, accumulate=False):
         e = engine()
-        pd = A.api().new("dnnl_reorder_primitive_desc_create", src, e, dst, e, None)
-        super().__init__(pd, {A.ARGS["DNNL_ARG_FROM"]: _Borrowed(src),
-                              A.ARGS["DNNL_ARG_TO"]: _Borrowed(dst)}, owned=owned)
+        attr = Attr(("sum", 1.0)) if accumulate else None
+        try:
+            pd = A.api().new("dnnl_reorder_primitive_desc_create", src, e, dst, e,
+                             attr.handle if attr is not None else None)
+        finally:
+            if attr is not None:
+                attr.destroy()
+        super().__init__(pd, {A.ARGS["DNNL_ARG_FROM"]: Borrowed(src),
+                              A.ARGS["DNNL_ARG_TO"]: Borrowed(dst)})
 
 
-class _Borrowed:
-    """A descriptor handle owned elsewhere, in the shape ``Primitive`` expects."""
+class Borrowed:
+    """A descriptor handle owned elsewhere, where ``Primitive`` expects a descriptor."""
 
     def __init__(self, handle):
         self.handle = handle
@@ -210,8 +217,6 @@ def same_md(a, b) -> bool:
     """Whether two descriptor handles describe the same memory layout."""
     return A.api().dnnl_memory_desc_equal(a, b) == 1
 
-
-__all__ += ["same_md"]
 
 
 class Cache:
@@ -254,5 +259,3 @@ def f32_contiguous(*arrays) -> bool:
     """Whether every array is C-contiguous float32 (what the plain descriptors describe)."""
     return all(a.dtype == np.float32 and a.flags.c_contiguous for a in arrays)
 
-
-__all__ += ["f32_contiguous"]

@@ -115,21 +115,6 @@ def _aligned(nbytes):
     return raw[off:off + nbytes]
 
 
-def _reorder(src_md, dst_md, accumulate):
-    """A reorder primitive ``src -> dst`` (descriptor handles, borrowed); with
-    ``accumulate`` it adds onto the destination (``sum`` post-op, scale 1)."""
-    api = A.api()
-    attr = P.Attr(("sum", 1.0)) if accumulate else None
-    try:
-        pd = api.new("dnnl_reorder_primitive_desc_create", src_md, P.engine(), dst_md,
-                     P.engine(), attr.handle if attr else None)
-    finally:
-        if attr is not None:
-            attr.destroy()
-    return P.Primitive(pd, {_ARG["DNNL_ARG_FROM"]: P._Borrowed(src_md),
-                            _ARG["DNNL_ARG_TO"]: P._Borrowed(dst_md)})
-
-
 class _Conv:
     """One pass prepared for one geometry, flags and layout: the primitive, the reorders
     between the caller's NCHW buffers and the primitive's blocked ones, and those blocked
@@ -205,7 +190,7 @@ class _Conv:
             raise
         external = {_ROLES[role][0]: _ROLES[role][1] for role in chosen}
         if bias:
-            external[_ROLES[bias_role][0]] = P._Borrowed(b_md)
+            external[_ROLES[bias_role][0]] = P.Borrowed(b_md)
         self.prim = self._own(P.Primitive(pd, external))
         self.impl = self.prim.impl()
         # blocked buffers and the reorders around the primitive
@@ -216,14 +201,14 @@ class _Conv:
             buf = self._own(_Buffer(_aligned(api.dnnl_memory_desc_get_size(chosen[role]))))
             self._addr[role] = P.pointer(buf.array)
             if role != out_role or main_sum:
-                self._pre.append((self._own(_reorder(plain[role], chosen[role], False)), role))
+                self._pre.append((self._own(P.Reorder(plain[role], chosen[role])), role))
         self._roles = [(_ROLES[role][0], role) for role in chosen]
         if bias:
             self._roles.append((_ROLES[bias_role][0], bias_role))
         self.out_role, self.bias_role = out_role, (bias_role if bias else None)
         if out_role in blocked:
-            self._post = self._own(_reorder(chosen[out_role], plain[out_role],
-                                            add and not main_sum))
+            self._post = self._own(P.Reorder(chosen[out_role], plain[out_role],
+                                             add and not main_sum))
             self._scratch_add = False
         else:
             # a plain output the primitive cannot accumulate into: scratch, then +=

@@ -1,8 +1,7 @@
-"""oneDNN's ReLU forward and backward for the CPU twin's ``relu`` / ``relu_gradient``.
-
-The forward hands an input holding NaN or an infinity to numpy: oneDNN's ReLU maps NaN to
-0, which would hide a diverging net (numpy, dlib and cuDNN keep it). An output that
-partly overlaps an input also runs on numpy.
+"""oneDNN's ReLU backward for the CPU twin's ``relu_gradient``. The forward stays numpy's
+``maximum`` (one pass that keeps NaN; oneDNN's ReLU maps NaN to 0, which would hide a
+diverging net, and checking the input first costs as much as numpy's pass). A gradient that
+partly overlaps its inputs runs on numpy too.
 
 dlib's ``relu_gradient(grad, dest, gradient_input)`` sees the layer's output, not its input:
 oneDNN's ``eltwise_relu_use_dst_for_bwd`` computes ``gi * (dest > 0)``. For finite values
@@ -19,12 +18,12 @@ import numpy as np
 
 from . import _api as A
 from . import _primitive as P
-from ._common import OwnedPD, cached, float32_tensors, has_non_finite, scratch
+from ._common import OwnedPD, cached, float32_tensors, scratch
 from ._state import active
 
-__all__ = ["relu", "relu_gradient"]
+__all__ = ["relu_gradient"]
 
-_SRC, _DST = A.ARGS["DNNL_ARG_SRC"], A.ARGS["DNNL_ARG_DST"]
+_DST = A.ARGS["DNNL_ARG_DST"]
 _DIFF_SRC, _DIFF_DST = A.ARGS["DNNL_ARG_DIFF_SRC"], A.ARGS["DNNL_ARG_DIFF_DST"]
 _cache = P.Cache()
 
@@ -33,12 +32,6 @@ def _forward_pd(md, alg):
     return A.api().new("dnnl_eltwise_forward_primitive_desc_create", P.engine(),
                        A.ENUMS["dnnl_forward_training"], alg, md.handle, md.handle, 0.0, 0.0,
                        None)
-
-
-def _build_forward(n):
-    md = P.plain((n,))
-    pd = _forward_pd(md, A.ENUMS["dnnl_eltwise_relu"])
-    return P.Primitive(pd, {_SRC: md, _DST: md}, owned=[md])
 
 
 class _Backward(P.Primitive):
@@ -58,22 +51,6 @@ class _Backward(P.Primitive):
             md.destroy()
             raise
         super().__init__(pd, {_DIFF_DST: md, _DST: md, _DIFF_SRC: md}, owned=[md, hint])
-
-
-def relu(dest, src) -> bool:
-    """``dest = max(src, 0)``; False when numpy must run."""
-    if not active():
-        return False
-    x = src.host_read()
-    if (not P.f32_contiguous(x) or not float32_tensors(dest) or x.size == 0
-            or dest.overlaps_elsewhere(src) or has_non_finite(x)):
-        return False
-    prim = cached(_cache, ("relu", x.size), lambda: _build_forward(x.size))
-    if prim is None:
-        return False
-    out = dest.host() if dest.is_aliased_with(src) else dest.host_write_only()
-    prim({_SRC: x, _DST: out})
-    return True
 
 
 def relu_gradient(grad, dest, gradient_input, add_to=True) -> bool:
