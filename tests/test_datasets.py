@@ -194,7 +194,7 @@ def test_png_bad_input(tmp_path):
     with pytest.raises(TypeError, match="uint8"):
         png.write_png(tmp_path / "a.png", np.zeros((2, 2), np.float32))
     with pytest.raises(ValueError, match="H x W"):
-        png.write_png(tmp_path / "a.png", np.zeros((2, 2, 4), np.uint8))
+        png.write_png(tmp_path / "a.png", np.zeros((2, 2, 5), np.uint8))
     with pytest.raises(ValueError, match="empty"):
         png.write_png(tmp_path / "a.png", np.zeros((0, 2), np.uint8))
     assert not (tmp_path / "a.png").exists()
