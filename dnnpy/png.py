@@ -20,7 +20,7 @@ import zlib
 
 import numpy as np
 
-__all__ = ["write_png", "save_png", "read_png", "decode_png", "encode_png", "tile_images", "PNG_SIGNATURE"]
+__all__ = ["write_png", "save_png", "read_png", "decode_png", "encode_png", "PNG_SIGNATURE"]
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _COLOR_TYPES = {1: 0, 2: 4, 3: 2, 4: 6}  # channels -> PNG colour type
@@ -314,23 +314,3 @@ def decode_png(data: bytes, name: str = "<bytes>", info: dict | None = None) -> 
     out = np.ascontiguousarray(out)
     return out[:, :, 0] if out.shape[2] == 1 else out
 
-
-def tile_images(rows, pad: int = 2, background: int = 255) -> np.ndarray:
-    """A grid image from ``rows``: a list of rows, each a list of equally shaped uint8 images
-    (H x W or H x W x 3), with ``pad`` pixels of ``background`` between and around them."""
-    rows = [[_as_image(im) for im in row] for row in rows]
-    if not rows or not rows[0]:
-        raise ValueError("tile_images: no images given")
-    h, w, c = rows[0][0].shape
-    for r, row in enumerate(rows):
-        for i, im in enumerate(row):
-            if im.shape != (h, w, c):
-                raise ValueError(f"tile_images: image [{r}][{i}] has shape {im.shape}, "
-                                 f"expected {(h, w, c)} like image [0][0]")
-    ncols = max(len(row) for row in rows)
-    grid = np.full((pad + len(rows) * (h + pad), pad + ncols * (w + pad), c), background, np.uint8)
-    for r, row in enumerate(rows):
-        for i, im in enumerate(row):
-            y, x = pad + r * (h + pad), pad + i * (w + pad)
-            grid[y:y + h, x:x + w] = im
-    return grid[:, :, 0] if c == 1 else grid
