@@ -194,22 +194,10 @@ def test_png_bad_input(tmp_path):
     with pytest.raises(TypeError, match="uint8"):
         png.write_png(tmp_path / "a.png", np.zeros((2, 2), np.float32))
     with pytest.raises(ValueError, match="H x W"):
-        png.write_png(tmp_path / "a.png", np.zeros((2, 2, 4), np.uint8))
+        png.write_png(tmp_path / "a.png", np.zeros((2, 2, 5), np.uint8))
     with pytest.raises(ValueError, match="empty"):
         png.write_png(tmp_path / "a.png", np.zeros((0, 2), np.uint8))
     assert not (tmp_path / "a.png").exists()
     (tmp_path / "b.png").write_bytes(b"GIF89a....")
     with pytest.raises(ValueError, match="not a PNG"):
         png.read_png(tmp_path / "b.png")
-
-
-def test_tile_images():
-    a = np.full((2, 3, 3), 10, np.uint8)
-    b = np.full((2, 3, 3), 20, np.uint8)
-    grid = png.tile_images([[a, b], [b]], pad=1, background=0)
-    assert grid.shape == (1 + 2 * 3, 1 + 2 * 4, 3)
-    assert np.all(grid[1:3, 1:4] == 10) and np.all(grid[1:3, 5:8] == 20)
-    assert np.all(grid[4:6, 1:4] == 20) and np.all(grid[4:6, 5:8] == 0)
-    assert np.all(grid[0] == 0)
-    with pytest.raises(ValueError, match=r"image \[0\]\[1\]"):
-        png.tile_images([[a, np.zeros((2, 2, 3), np.uint8)]])

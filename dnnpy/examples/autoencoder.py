@@ -24,7 +24,8 @@ import dnnpy
 from dnnpy import con, cont, input_rgb_image, loss_mean_squared_per_channel_and_pixel, relu
 from dnnpy.datasets import synthetic_images
 from dnnpy.examples._util import Timer, base_parser, make_trainer, out_dir
-from dnnpy.png import tile_images, write_png
+from dnnpy.image import tile_image_grid
+from dnnpy.png import write_png
 
 # dlib: loss_mean_squared_per_channel_and_pixel<3, relu<cont<3,4,4,2,2, relu<con<16,4,4,2,2, input_rgb_image>>>>>
 net_type = loss_mean_squared_per_channel_and_pixel[3,
@@ -103,7 +104,7 @@ def main(argv=None) -> dict:
         raise SystemExit("autoencoder: the reloaded net's outputs differ from the saved net's")
 
     shown = min(8, len(test))
-    grid = tile_images([list(test[:shown]), to_uint8_images(outputs[:shown])])
+    grid = tile_image_grid([list(test[:shown]), to_uint8_images(outputs[:shown])])
     png_path = out / "autoencoder_reconstructions.png"
     write_png(png_path, grid)
     print(f"wrote {png_path}: {shown} held-out inputs (top) above their reconstructions (bottom)")
