@@ -16,7 +16,8 @@ __all__ = ["rectangle", "drectangle", "mmod_rect", "ignored_mmod_rect", "test_bo
            "box_intersection_over_union", "box_percent_covered", "find_tight_overlap_tester",
            "overlaps_any_box", "centered_rect", "centered_drect", "move_rect", "translate_rect",
            "set_rect_area", "center", "dcenter", "nearest_rect", "get_rect", "lround",
-           "round_point"]
+           "round_point", "shrink_rect", "grow_rect", "set_aspect_ratio", "full_object_detection",
+           "OBJECT_PART_NOT_PRESENT"]
 
 
 def lround(v) -> int:
@@ -398,3 +399,76 @@ class mmod_rect:
 
 def ignored_mmod_rect(rect) -> mmod_rect:
     return mmod_rect(rect, ignore=True)
+
+
+def shrink_rect(rect, num, num_y=None):
+    """dlib's ``shrink_rect``: move every side ``num`` inwards (``num`` for left/right and
+    ``num_y`` for top/bottom when given). Keeps the type: a ``rectangle`` takes integers, a
+    ``drectangle`` doubles."""
+    dy = num if num_y is None else num_y
+    if isinstance(rect, drectangle):
+        return drectangle(rect.l + num, rect.t + dy, rect.r - num, rect.b - dy)
+    rect = rectangle._coerce(rect)
+    if int(num) != num or int(dy) != dy:
+        raise TypeError(f"shrink_rect: an integer rectangle takes integer amounts, got {num!r}, {dy!r}")
+    num, dy = int(num), int(dy)
+    return rectangle(rect.l + num, rect.t + dy, rect.r - num, rect.b - dy)
+
+
+def grow_rect(rect, num, num_y=None):
+    """dlib's ``grow_rect``: ``shrink_rect(rect, -num[, -num_y])``."""
+    return shrink_rect(rect, -num, None if num_y is None else -num_y)
+
+
+def set_aspect_ratio(rect, ratio):
+    """dlib's ``set_aspect_ratio``: the rectangle centred on ``rect`` (dlib's integer centre)
+    with about the same area and ``width / height == ratio``; the side computed first (the
+    shorter one) is ``trunc(v + 0.5)`` of its exact value, the other follows from it."""
+    ratio = float(ratio)
+    if not ratio > 0:
+        raise ValueError(f"set_aspect_ratio: ratio must be > 0, got {ratio!r}")
+    rect = rectangle._coerce(rect)
+    area = float(rect.area())
+    if ratio >= 1:
+        h = int(math.sqrt(area / ratio) + 0.5)
+        w = int(h * ratio + 0.5)
+    else:
+        w = int(math.sqrt(area * ratio) + 0.5)
+        h = int(w / ratio + 0.5)
+    return centered_rect(rect, w, h)
+
+
+OBJECT_PART_NOT_PRESENT = (float(0x7FFFFFFFFFFFF), float(0x7FFFFFFFFFFFF))
+
+
+class full_object_detection:
+    """dlib's ``full_object_detection``: an object's box (``rect``, a ``rectangle``) and the
+    positions of its parts (``parts``, a list of ``(x, y)`` points; a missing part is
+    ``OBJECT_PART_NOT_PRESENT``), e.g. the 5 or 68 face landmarks."""
+
+    __slots__ = ("rect", "parts")
+
+    def __init__(self, rect=None, parts=()):
+        self.rect = rectangle() if rect is None else rectangle._coerce(rect)
+        self.parts = []
+        for i, p in enumerate(parts):
+            if hasattr(p, "x") and callable(p.x):  # a dlib point
+                p = (p.x(), p.y())
+            if len(p) != 2:
+                raise ValueError(f"full_object_detection: part {i} must be an (x, y) point, got {p!r}")
+            self.parts.append((float(p[0]), float(p[1])))
+
+    def get_rect(self):
+        return self.rect
+
+    def num_parts(self):
+        return len(self.parts)
+
+    def part(self, i):
+        return self.parts[i]
+
+    def __eq__(self, other):
+        return isinstance(other, full_object_detection) and self.rect == other.rect and self.parts == other.parts
+
+    def __repr__(self):
+        return f"full_object_detection({self.rect!r}, {len(self.parts)} parts)"

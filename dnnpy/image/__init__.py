@@ -1,13 +1,12 @@
 """dlib's image tools around the nets (issue 13): numpy images (``HxW`` or ``HxWx3`` uint8,
-RGB), dlib's names and dlib's geometry types (``dnnpy.geometry``). One module per concept."""
+RGB), dlib's names and dlib's geometry types (``dnnpy.geometry``). One module per concept:
+``io`` (image files), ``draw`` (drawing, tiling, colour maps), ``transforms`` (point
+transforms and interpolation), ``chips`` (chip extraction)."""
 
-from .draw import (colormap_jet, draw_line, draw_rectangle, jet, join_cols, join_rows, overlay,
-                   tile_image_grid, tile_images)
-from .io import (image_file_type, load_grayscale_image, load_image, load_rgb_alpha_image,
-                 load_rgb_image, pillow_available, save_jpeg, save_png)
+from . import chips as _chips, draw as _draw, io as _io, transforms as _transforms
+from .chips import *  # noqa: F401,F403
+from .draw import *  # noqa: F401,F403
+from .io import *  # noqa: F401,F403
+from .transforms import *  # noqa: F401,F403
 
-__all__ = []
-__all__ += ["load_image", "load_rgb_image", "load_grayscale_image", "load_rgb_alpha_image",
-            "save_png", "save_jpeg", "image_file_type", "pillow_available"]
-__all__ += ["draw_line", "draw_rectangle", "tile_images", "tile_image_grid", "join_rows",
-            "join_cols", "colormap_jet", "jet", "overlay"]
+__all__ = [*_io.__all__, *_draw.__all__, *_transforms.__all__, *_chips.__all__]

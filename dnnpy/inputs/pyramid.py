@@ -99,6 +99,33 @@ class _pyramid_down_n:
         rate = self.rate()
         return int(math.floor(rate * nr)), int(math.floor(rate * nc))
 
+    def __call__(self, img):
+        """Downsample an image (``HxW`` or ``HxWxC``, any integer or float dtype) one level, as
+        dlib's ``pyramid_down<2>`` does; only N == 2 is implemented for images.
+
+        The level has ``output_size(nr, nc)`` pixels (empty when a side is <= 8). Each output
+        pixel ``(r, c)`` is the separable ``[1 4 6 4 1]`` filter over input rows ``2r..2r+4``
+        and columns ``2c..2c+4`` (centred on ``(2r+2, 2c+2)``), summed exactly and divided by
+        256 (truncated toward zero for integer images, as dlib's integer arithmetic)."""
+        if self.N != 2:
+            raise ValueError(f"pyramid_down({self.N})(img): only pyramid_down(2) downsamples images here")
+        img = np.asarray(img)
+        if img.ndim not in (2, 3):
+            raise ValueError(f"pyramid_down(2)(img): expected an HxW or HxWxC image, got shape {img.shape}")
+        nr, nc = img.shape[:2]
+        if nr <= 8 or nc <= 8:
+            return np.zeros((0, 0) + img.shape[2:], img.dtype)
+        onr, onc = (nr - 3) // 2, (nc - 3) // 2
+        integer = np.issubdtype(img.dtype, np.integer)
+        a = img.astype(np.int64 if integer else np.float64)
+        w = (1, 4, 6, 4, 1)
+        h = sum(k * a[:, i:i + 2 * onc:2] for i, k in enumerate(w))
+        v = sum(k * h[i:i + 2 * onr:2] for i, k in enumerate(w))
+        if integer:
+            v = np.sign(v) * (np.abs(v) // 256)
+            return v.astype(img.dtype)
+        return (v / 256).astype(img.dtype)
+
     def __eq__(self, other):
         return isinstance(other, _pyramid_down_n) and other.N == self.N
 
