@@ -42,12 +42,12 @@ def _init_genrand(s):
     return np.array(key, dtype=np.uint32)
 
 
-def _seed_hash(seed: str) -> int:
+def _seed_hash(seed) -> int:
     """dlib's ``set_seed`` hash: ``s = s*37 + static_cast<uint32>(c)`` over the string's chars.
     ``char`` is signed on x86-64 (where dlib's wheels are built), so a byte >= 128 enters as
     ``byte - 256`` (sign-extended); a str is taken as its UTF-8 bytes."""
     h = 0
-    for b in seed.encode("utf-8"):
+    for b in (seed.encode("utf-8") if isinstance(seed, str) else seed):
         h = (h * 37 + (b - 256 if b >= 128 else b)) & 0xFFFFFFFF
     return h
 
@@ -56,8 +56,9 @@ class dlib_rand:
     """``dlib::rand``: a seeded pseudo-random generator with dlib's exact output stream.
 
     ``seed``: None or "" (dlib's default constructor), a str (``rand(const std::string&)``,
-    taken as UTF-8 bytes) or an int (``rand(time_t)``, which seeds with the decimal string of
-    the number). Copy one with ``copy.deepcopy`` to replay its stream."""
+    taken as UTF-8 bytes), bytes (the std::string's bytes as they are) or an int
+    (``rand(time_t)``, which seeds with the decimal string of the number).
+    Copy one with ``copy.deepcopy`` to replay its stream."""
 
     def __init__(self, seed=None):
         self._mt = np.random.MT19937()
@@ -67,20 +68,20 @@ class dlib_rand:
     def _seed_string(seed):
         if seed is None:
             return ""
-        if isinstance(seed, str):
+        if isinstance(seed, (str, bytes)):
             return seed
         if isinstance(seed, numbers.Integral) and not isinstance(seed, bool):
             return str(int(seed))       # dlib's rand(time_t) seeds with cast_to_string(value)
-        raise TypeError(f"dlib_rand: the seed must be None, a str or an int, got "
+        raise TypeError(f"dlib_rand: the seed must be None, a str, bytes or an int, got "
                         f"{type(seed).__name__}")
 
     # -- seeding --------------------------------------------------------------------------
 
-    def set_seed(self, value: str) -> None:
-        """Reseed from the string ``value`` (as dlib's ``set_seed``); "" equals ``clear()``.
-        Forgets a cached Gaussian."""
-        if not isinstance(value, str):
-            raise TypeError(f"dlib_rand.set_seed: the seed must be a str, got "
+    def set_seed(self, value) -> None:
+        """Reseed from the string ``value`` (str or bytes, as dlib's ``set_seed``); "" equals
+        ``clear()``. Forgets a cached Gaussian."""
+        if not isinstance(value, (str, bytes)):
+            raise TypeError(f"dlib_rand.set_seed: the seed must be a str or bytes, got "
                             f"{type(value).__name__} (dlib_rand(int) takes a number)")
         self._seed = value
         s = _seed_hash(value) if value else 5489
@@ -90,7 +91,7 @@ class dlib_rand:
         self._has_gaussian = False
         self._next_gaussian = 0.0
 
-    def get_seed(self) -> str:
+    def get_seed(self):
         return self._seed
 
     def clear(self) -> None:
