@@ -12,7 +12,7 @@ from dnnpy.inputs import input_grayscale_image_pyramid, pyramid_down
 from dnnpy.layers.conv import con
 from dnnpy.loss.mmod import (detector_window_details, impossible_labeling_error, loss_mmod, loss_mmod_,
                              mmod_options, use_image_pyramid)
-from dnnpy.loss.mmod_options import _dlib_rand
+from dnnpy.data import dlib_rand
 from dnnpy.tensor import resizable_tensor
 from dnnpy.testing_loss import test_loss
 
@@ -55,7 +55,7 @@ def test_dlib_rand_stream():
     mt.state = {"bit_generator": "MT19937", "state": {"key": rs[1], "pos": rs[2]}}
     assert int(mt.random_raw()) == 3499211612
     raw = mt.random_raw(10001)[-2:]
-    assert int(_dlib_rand().random_64bit(1)[0]) == (int(raw[0]) << 32) | int(raw[1])
+    assert int(dlib_rand().get_random_64bit_numbers(1)[0]) == (int(raw[0]) << 32) | int(raw[1])
 
 
 # -- mmod_options ----------------------------------------------------------------------------

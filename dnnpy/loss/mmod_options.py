@@ -21,6 +21,7 @@ import enum
 
 import numpy as np
 
+from ..data.rand import dlib_rand
 from ._serialize import read_count, read_test_box_overlap, write_test_box_overlap
 from ..geometry import (find_tight_overlap_tester, mmod_rect, move_rect,
                         rectangle, set_rect_area, test_box_overlap)
@@ -96,33 +97,19 @@ def detector_windows_str(windows) -> str:
                     for label, ws in sorted(by_label.items(), key=lambda kv: kv[0].encode()))
 
 
-class _dlib_rand:
-    """The random numbers of a default-constructed ``dlib::rand``."""
-
-    def __init__(self):
-        key, pos = np.random.RandomState(5489).get_state()[1:3]  # MT19937 init_genrand(5489)
-        self._mt = np.random.MT19937()
-        self._mt.state = {"bit_generator": "MT19937", "state": {"key": key, "pos": pos}}
-        self._mt.random_raw(10000)  # dlib "primes the generator a bit"
-
-    def random_64bit(self, count):
-        raw = self._mt.random_raw(2 * count).astype(np.uint64)
-        return (raw[0::2] << np.uint64(32)) | raw[1::2]
-
-
 def _find_rectangles_overlapping_all_others(rects, overlaps):
     """dlib's greedy cover: repeatedly pick (of 500 random boxes) the one overlapping the
     most remaining boxes, keep it as an exemplar and drop every box it overlaps."""
     rects = list(rects)
     if any(r.area() == 0 for r in rects):
         raise ValueError("mmod_options: a training box is empty (dlib would loop forever on it)")
-    rnd = _dlib_rand()
+    rnd = dlib_rand()             # a fresh dlib::rand, as dlib's
     exemplars = []
     while rects:
         arr = np.array([tuple(r) for r in rects], dtype=np.int64)  # l, t, r, b
         areas = (arr[:, 2] - arr[:, 0] + 1) * (arr[:, 3] - arr[:, 1] + 1)
         best, best_cnt = rectangle(), 0
-        for pick in rnd.random_64bit(500) % np.uint64(len(rects)):
+        for pick in rnd.get_random_64bit_numbers(500) % np.uint64(len(rects)):
             ref = rects[int(pick)]
             cnt = int(np.count_nonzero(_overlaps_many(arr, areas, ref, overlaps)))
             if cnt >= best_cnt:
