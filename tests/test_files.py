@@ -15,7 +15,7 @@ import dnnpy
 from dnnpy import SerializationError, con, fc, input, loss_multiclass_log, relu, sgd
 from dnnpy.serialization import (FORMAT_VERSION, MAGIC, Writer, from_bytes, read_header, to_bytes,
                                  with_header)
-from dnnpy.serialization.files import _remove_stale_temp_files, atomic_write
+from dnnpy.atomic import _remove_stale_temp_files, atomic_write
 
 NET = loss_multiclass_log[fc[3, relu[con[2, 3, 3, 1, 1, input[np.float32]]]]]
 

@@ -35,7 +35,7 @@ import numpy as np
 
 from ..geometry import ignored_mmod_rect, mmod_rect, rectangle
 from ..png import read_png
-from ..serialization import atomic_write
+from ..atomic import atomic_write
 
 __all__ = ["box", "image", "dataset", "ImageDatasetError", "load_image_dataset_metadata",
            "save_image_dataset_metadata", "image_dataset_file", "image_dataset_boxes",
