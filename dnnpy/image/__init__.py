@@ -1,13 +1,17 @@
 """dlib's image tools around the nets (issue 13): numpy images (``HxW`` or ``HxWx3`` uint8,
 RGB), dlib's names and dlib's geometry types (``dnnpy.geometry``). One module per concept:
 ``io`` (image files), ``draw`` (drawing, tiling, colour maps), ``transforms`` (point
-transforms and interpolation), ``chips`` (chip extraction), ``colors`` (colour jitter)."""
+transforms and interpolation), ``chips`` (chip extraction), ``colors`` (colour jitter),
+``geometry`` (resize, flips, rotation, letterboxing, upsampling)."""
 
-from . import chips as _chips, colors as _colors, draw as _draw, io as _io, transforms as _transforms
+from . import chips as _chips, colors as _colors, draw as _draw, geometry as _geometry, io as _io
+from . import transforms as _transforms
 from .chips import *  # noqa: F401,F403
 from .colors import *  # noqa: F401,F403
 from .draw import *  # noqa: F401,F403
+from .geometry import *  # noqa: F401,F403
 from .io import *  # noqa: F401,F403
 from .transforms import *  # noqa: F401,F403
 
-__all__ = [*_io.__all__, *_draw.__all__, *_transforms.__all__, *_chips.__all__, *_colors.__all__]
+__all__ = [*_io.__all__, *_draw.__all__, *_transforms.__all__, *_chips.__all__, *_colors.__all__,
+           *_geometry.__all__]

@@ -72,11 +72,19 @@ class point_transform_affine:
 
 
 def inv(tform):
-    """dlib's ``inv`` of a ``point_transform_affine``: ``p -> m^-1 @ p - m^-1 @ b``."""
+    """dlib's ``inv`` of a ``point_transform_affine``: ``p -> m^-1 @ p - m^-1 @ b``, with
+    dlib's closed-form 2x2 inverse (``d = 1/det``, then ``m11*d, m01*-d, ...``) so the result
+    matches dlib's to the last bit. A singular ``m`` is a ``ValueError``."""
     if not isinstance(tform, point_transform_affine):
         raise TypeError(f"inv: expected a point_transform_affine, got {type(tform).__name__}")
-    im = np.linalg.inv(tform.m)
-    return point_transform_affine(im, -im @ tform.b)
+    (a, b), (c, d) = tform.m.tolist()
+    det = a * d - b * c
+    if det == 0:
+        raise ValueError(f"inv: the transform's matrix is singular: {tform.m.tolist()}")
+    r = 1.0 / det
+    im = np.array([[d * r, b * -r], [c * -r, a * r]])
+    b0, b1 = tform.b.tolist()
+    return point_transform_affine(im, (-im[0, 0] * b0 + -im[0, 1] * b1, -im[1, 0] * b0 + -im[1, 1] * b1))
 
 
 def rotation_matrix(angle):
