@@ -2,16 +2,19 @@
 RGB), dlib's names and dlib's geometry types (``dnnpy.geometry``). One module per concept:
 ``io`` (image files), ``draw`` (drawing, tiling, colour maps), ``transforms`` (point
 transforms and interpolation), ``chips`` (chip extraction), ``colors`` (colour jitter),
-``geometry`` (resize, flips, rotation, letterboxing, upsampling)."""
+``geometry`` (resize, flips, rotation, letterboxing, upsampling), ``jitter``
+(``jitter_image``), ``random_cropper`` (random training crops with their boxes)."""
 
 from . import chips as _chips, colors as _colors, draw as _draw, geometry as _geometry, io as _io
-from . import transforms as _transforms
+from . import jitter as _jitter, random_cropper as _random_cropper, transforms as _transforms
 from .chips import *  # noqa: F401,F403
 from .colors import *  # noqa: F401,F403
 from .draw import *  # noqa: F401,F403
 from .geometry import *  # noqa: F401,F403
 from .io import *  # noqa: F401,F403
+from .jitter import *  # noqa: F401,F403
+from .random_cropper import *  # noqa: F401,F403
 from .transforms import *  # noqa: F401,F403
 
 __all__ = [*_io.__all__, *_draw.__all__, *_transforms.__all__, *_chips.__all__, *_colors.__all__,
-           *_geometry.__all__]
+           *_geometry.__all__, *_jitter.__all__, *_random_cropper.__all__]
