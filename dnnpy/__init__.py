@@ -20,7 +20,7 @@ from .core import (add_layer, add_loss_layer, add_skip_layer, add_tag_layer, inp
 from .errors import SerializationError
 from .datasets import load_digits, load_mnist_dataset
 from .solvers import adam, make_solvers, sgd
-from .serialization import deserialize, load, serialize
+from .serialization import deserialize, deserialize_objects, load, serialize, serialize_objects
 from .geometry import drectangle, ignored_mmod_rect, mmod_rect, rectangle, test_box_overlap
 from .inputs import *  # noqa: F401,F403
 from .inputs import __all__ as _inputs_all
@@ -60,7 +60,7 @@ __all__ = [
     "test_layer", "layer_test_results", "test_loss", "loss_test_results", "force_cpu", "force_numpy", "use_cuda", "backend_info", "set_num_threads",
     "get_num_threads", "SerializationError", "sgd", "adam", "make_solvers", "load_mnist_dataset",
     "load_digits", "default_dtype",
-    "serialize", "deserialize", "load",
+    "serialize", "deserialize", "load", "serialize_objects", "deserialize_objects",
     "dnn_trainer", "TrainingDivergedError", "randomize_samples", "load_image_dataset",
     "test_object_detection_function", "average_precision", "running_stats", "running_stats_decayed", "running_gradient",
     "count_steps_without_decrease", "count_steps_without_decrease_robust",

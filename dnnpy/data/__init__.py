@@ -1,17 +1,19 @@
 """dlib's data tools around the nets: ``randomize_samples`` (randomize.py), ``dlib_rand``
 (rand.py, dlib::rand's exact stream), ``chinese_whispers`` (clustering.py), imglab XML
 datasets (imglab.py: ``load_image_dataset``, ``image_dataset_metadata``) and detection
-metrics (detection_metrics.py: ``test_object_detection_function``, ``average_precision``)."""
+metrics (detection_metrics.py: ``test_object_detection_function``, ``average_precision``)
+and ``prefetch`` (prefetch.py: training data made in background threads)."""
 
 from . import imglab as image_dataset_metadata   # dlib's namespace: .box, .image, .dataset
 from .clustering import chinese_whispers, chinese_whispers_clustering
 from .detection_metrics import average_precision, test_object_detection_function
 from .imglab import (ImageDatasetError, image_dataset_file, load_image_dataset,
                      load_image_dataset_metadata, save_image_dataset_metadata)
+from .prefetch import prefetch
 from .rand import dlib_rand
 from .randomize import randomize_samples
 
 __all__ = ["randomize_samples", "dlib_rand", "chinese_whispers", "chinese_whispers_clustering",
            "image_dataset_metadata", "ImageDatasetError", "image_dataset_file",
            "load_image_dataset", "load_image_dataset_metadata", "save_image_dataset_metadata",
-           "average_precision", "test_object_detection_function"]
+           "average_precision", "test_object_detection_function", "prefetch"]

@@ -48,7 +48,8 @@ from .primitives import Reader, Writer
 __all__ = ["serialize", "deserialize", "load", "to_bytes", "from_bytes", "atomic_write",
            "write_solvers", "read_solvers_staged", "with_header", "read_header", "MAGIC",
            "FORMAT_VERSION", "READABLE_VERSIONS", "read_source", "not_a_net_reason",
-           "solver_classes"]
+           "solver_classes", "object_kind", "write_body", "stage_object", "default_format",
+           "cleaned", "solver_from_name", "refuse_plainly_not_a_net"]
 
 MAGIC = b"DNNPY\0"
 FORMAT_VERSION = 2              # the version written
@@ -468,7 +469,17 @@ def load(path_or_file):
         raise SerializationError(f"{name}: this is a dnn_trainer's synchronization file (net type "
                                  f"{expr}); the trainer reads it (set_synchronization_file), and "
                                  f"`dnnpy info {name}` describes it")
+    elif kind == "objects":
+        raise SerializationError(f"{name}: this file holds several objects; read them with "
+                                 f"dnnpy.deserialize_objects({name!r}) (a tuple, rebuilt from the "
+                                 f"header)")
     else:
         raise SerializationError(f"{name}: load cannot rebuild a {kind!r} ({expr}); use "
                                  f"dnnpy.deserialize(path, obj) with an object of that type")
     return _read_into(r, obj, header)
+
+
+# the building blocks other records use (serialization/objects.py: several objects in one file)
+object_kind, write_body, stage_object = _kind, _write_body, _stage
+default_format, cleaned, solver_from_name = _default_format, _cleaned, _solver_from_name
+refuse_plainly_not_a_net = _refuse_plainly_not_a_net

@@ -1,7 +1,7 @@
 """Visitors for normalisation and inference fusion (dlib's visitors.h):
 ``set_all_bn_running_stats_window_sizes``, ``disable_duplicative_biases``,
-``fuse_layers``, plus ``copy_net_as``: dlib's converting copy ``affine_net_type net2(net)``
-(a trained ``bn_con`` net copied into the same architecture with ``affine``).
+``fuse_layers`` (``copy_net_as``, dlib's converting copy ``affine_net_type net2(net)``, is in
+transfer.py).
 
 Typical inference pipeline, as in dlib::
 
@@ -13,20 +13,16 @@ Typical inference pipeline, as in dlib::
 
 from __future__ import annotations
 
-import copy
-
 from .. import tensor_tools as tt
-from ..core import add_layer, add_loss_layer, computational_nodes, input_node, repeat_layer
+from ..core import add_layer, computational_nodes, repeat_layer
 from ..layers.affine import affine_
 from ..layers.conv import con_
-from ..layers.dropout import dropout_, multiply_
 from ..layers.activations import relu_
 from ..layers.norm import bn_, layer_norm_, rms_norm_
 from ..tensor import alias_tensor
 from .walk import count_parameters
 
-__all__ = ["set_all_bn_running_stats_window_sizes", "disable_duplicative_biases", "fuse_layers",
-           "copy_net_as"]
+__all__ = ["set_all_bn_running_stats_window_sizes", "disable_duplicative_biases", "fuse_layers"]
 
 
 def _details_below(node):
@@ -150,63 +146,3 @@ def fuse_layers(net):
             _fuse_relu(node)
         elif isinstance(d, affine_):
             _fold_affine(node)
-
-
-# ----------------------------------------------------------------------------------------
-# converting copy
-
-def _convert_details(src, dst_type_example):
-    """A copy of layer details ``src`` as the class of ``dst_type_example``: a deep copy for
-    the same class, ``affine_(bn)`` for bn_ -> affine_ and ``multiply_(dropout)`` for
-    dropout_ -> multiply_ (dlib's converting constructors)."""
-    if type(src) is type(dst_type_example):
-        return copy.deepcopy(src)
-    if isinstance(dst_type_example, affine_) and isinstance(src, bn_):
-        return affine_(src)
-    if isinstance(dst_type_example, multiply_) and isinstance(src, dropout_):
-        return multiply_(src)
-    raise TypeError(f"copy_net_as: can't convert a {type(src).__name__} layer into "
-                    f"{type(dst_type_example).__name__}")
-
-
-def _copy_into(src, dst):
-    while True:
-        if type(src) is not type(dst):
-            raise TypeError(f"copy_net_as: the nets differ in structure ({type(src).__name__} vs "
-                            f"{type(dst).__name__})")
-        if isinstance(dst, input_node):
-            if type(src.input_layer()) is not type(dst.input_layer()):
-                raise TypeError(f"copy_net_as: input layers differ ({src.input_layer()!r} vs "
-                                f"{dst.input_layer()!r})")
-            dst.set_input_layer(copy.deepcopy(src.input_layer()))
-            return
-        if isinstance(dst, add_layer):
-            # converted parameters are already set up: a forward must not re-initialise them
-            dst.set_layer_details(_convert_details(src.layer_details(), dst.layer_details()),
-                                  setup_called=src.wrapper_state().setup_called)
-        elif isinstance(dst, add_loss_layer):
-            dst.set_loss_details(_convert_details(src.loss_details(), dst.loss_details()))
-        elif isinstance(dst, repeat_layer):
-            if len(src.copies) != len(dst.copies):
-                raise TypeError("copy_net_as: repeat counts differ")
-            for a, b in zip(src.copies, dst.copies):
-                _copy_into(a, b)
-        elif getattr(src, "id", None) != getattr(dst, "id", None):   # tags and skips
-            raise TypeError("copy_net_as: tag/skip ids differ")
-        src, dst = src.subnet_node(), dst.subnet_node()
-
-
-def copy_net_as(net, net_type):
-    """dlib's converting copy ``net_type(net)``: a new net of ``net_type`` holding copies of
-    net's layers (parameters, running statistics, multipliers, setup state), where each
-    ``bn_`` may become an ``affine_`` (``affine_(bn)``: running statistics folded in) and each
-    dropout a ``multiply_`` (``1 - drop_rate``). ``dnnpy.inference_copy(net)`` derives that
-    target type for you.
-
-    Requires: both nets have the same structure layer for layer; convertible layer pairs
-    are equal classes, bn_ -> affine_ or dropout_ -> multiply_. Raises TypeError naming the
-    first mismatch.
-    """
-    dst = net_type()
-    _copy_into(net, dst)
-    return dst
