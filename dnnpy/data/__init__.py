@@ -1,5 +1,5 @@
 """dlib's data tools around the nets: ``randomize_samples`` (randomize.py), ``dlib_rand``
-(rand.py, dlib::rand's exact stream), ``chinese_whispers`` (clustering.py), imglab XML
+(``dnnpy.rand``, dlib::rand's exact stream), ``chinese_whispers`` (clustering.py), imglab XML
 datasets (imglab.py: ``load_image_dataset``, ``image_dataset_metadata``) and detection
 metrics (detection_metrics.py: ``test_object_detection_function``, ``average_precision``)
 and ``prefetch`` (prefetch.py: training data made in background threads)."""
@@ -10,7 +10,7 @@ from .detection_metrics import average_precision, test_object_detection_function
 from .imglab import (ImageDatasetError, image_dataset_file, load_image_dataset,
                      load_image_dataset_metadata, save_image_dataset_metadata)
 from .prefetch import prefetch
-from .rand import dlib_rand
+from ..rand import dlib_rand
 from .randomize import randomize_samples
 
 __all__ = ["randomize_samples", "dlib_rand", "chinese_whispers", "chinese_whispers_clustering",

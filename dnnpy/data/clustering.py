@@ -14,7 +14,7 @@ import numbers
 
 import numpy as np
 
-from .rand import dlib_rand
+from ..rand import dlib_rand
 
 __all__ = ["chinese_whispers", "chinese_whispers_clustering"]
 

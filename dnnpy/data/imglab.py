@@ -34,7 +34,7 @@ from xml.parsers import expat
 import numpy as np
 
 from ..geometry import ignored_mmod_rect, mmod_rect, rectangle
-from ..png import read_png
+from ..image.io import load_image
 from ..atomic import atomic_write
 
 __all__ = ["box", "image", "dataset", "ImageDatasetError", "load_image_dataset_metadata",
@@ -462,10 +462,10 @@ def _needs_shrinking(rects, thresh):
 
 
 def default_loader(path):
-    """The loader ``load_image_dataset`` uses when none is given: dnnpy's PNG reader (8-bit
-    gray or RGB PNGs). Will become ``dnnpy.image.load_image`` (any format, Pillow) once that
-    exists."""
-    return read_png(path)
+    """The loader ``load_image_dataset`` uses when none is given: ``dnnpy.image.load_image``
+    as an RGB image (dlib's ``matrix<rgb_pixel>``): any PNG without dependencies, other
+    formats with Pillow (``dnnpy[images]``)."""
+    return load_image(path)
 
 
 def load_image_dataset(source, loader=None):
@@ -473,8 +473,8 @@ def load_image_dataset(source, loader=None):
     ``(images, boxes)``, per kept image the loaded array and its list of ``mmod_rect``
     (see ``image_dataset_boxes`` for the rules). ``source``: the XML path or an
     ``image_dataset_file`` with options. Image files are resolved relative to the XML's folder
-    and read with ``loader(path) -> numpy array`` (default ``default_loader``: PNG only, via
-    ``dnnpy.png.read_png``; pass e.g. ``dnnpy.image.load_image`` for other formats). A missing
+    and read with ``loader(path) -> numpy array`` (default ``default_loader``:
+    ``dnnpy.image.load_image``, RGB). A missing
     or unreadable image raises ``ImageDatasetError`` naming the image file and the XML.
     ``shrink_big_images`` is accepted, but an image that would need shrinking raises
     ``NotImplementedError`` (image pyramid_down is not in dnnpy yet)."""
@@ -492,8 +492,7 @@ def load_image_dataset(source, loader=None):
         try:
             img = loader(path)
         except Exception as e:
-            hint = (" (the default loader reads only 8-bit gray/RGB PNG files: pass "
-                    "loader=..., e.g. a Pillow-based one)" if loader is default_loader else "")
+            hint = ""
             raise ImageDatasetError(xml_path, None, f"<image file='{im.filename}'>",
                                     f"cannot read the image {path}: {e}{hint}") from e
         img = np.asarray(img)

@@ -17,7 +17,7 @@ import numbers
 
 import numpy as np
 
-from .rand import dlib_rand
+from ..rand import dlib_rand
 
 __all__ = ["randomize_samples"]
 

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from ..data.rand import dlib_rand
+from ..rand import dlib_rand
 
 __all__ = ["color_transform", "random_color_transform", "disturb_colors",
            "apply_random_color_offset"]

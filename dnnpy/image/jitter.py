@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from ..data.rand import dlib_rand
+from ..rand import dlib_rand
 from ..geometry import center, centered_rect, get_rect, round_point, shrink_rect
 from .chips import chip_details, chip_dims, extract_image_chip
 from .colors import disturb_colors as _disturb_colors

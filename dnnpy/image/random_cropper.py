@@ -17,7 +17,7 @@ import numbers
 
 import numpy as np
 
-from ..data.rand import dlib_rand
+from ..rand import dlib_rand
 from ..geometry import (center, centered_drect, drectangle, get_rect, move_rect, rectangle,
                         round_point)
 from .chips import chip_details, chip_dims, extract_image_chip, get_mapping_to_chip

@@ -21,7 +21,7 @@ import enum
 
 import numpy as np
 
-from ..data.rand import dlib_rand
+from ..rand import dlib_rand
 from ._serialize import read_count, read_test_box_overlap, write_test_box_overlap
 from ..geometry import (find_tight_overlap_tester, mmod_rect, move_rect,
                         rectangle, set_rect_area, test_box_overlap)
