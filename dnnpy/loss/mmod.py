@@ -70,15 +70,23 @@ class _det_list:
         self._rs, self._cs, self._rect, self._bbr = rs, cs, rect, bbr
         self._nw, self._nr, self._nc = nw, nr, nc
         self._cache = {}
+        self._overlap_cache = {}
         # the integer boxes NMS compares (rect_bbr rounded), in score order
         boxes = rect if bbr is None else np.stack([_lround(bbr[:, m]) for m in range(4)], axis=1)
-        self._nms_boxes = boxes[order]
+        self._nms_boxes = np.asfortranarray(boxes[order])  # columns contiguous for _overlaps_many
         self._nms_areas = ((self._nms_boxes[:, 2] - self._nms_boxes[:, 0] + 1)
                            * (self._nms_boxes[:, 3] - self._nms_boxes[:, 1] + 1))
 
     def overlapping(self, rect, tester):
-        """Mask (in score order) of the detections whose NMS box ``tester`` says overlaps ``rect``."""
-        return _overlaps_many(self._nms_boxes, self._nms_areas, rectangle._coerce(rect), tester)
+        """Mask (in score order) of the detections whose NMS box ``tester`` says overlaps
+        ``rect``. Remembered: the loss's two NMS passes keep mostly the same detections."""
+        rect = rectangle._coerce(rect)
+        key = (tuple(rect), tester.iou_thresh, tester.percent_covered_thresh)
+        mask = self._overlap_cache.get(key)
+        if mask is None:
+            mask = _overlaps_many(self._nms_boxes, self._nms_areas, rect, tester)
+            self._overlap_cache[key] = mask
+        return mask
 
     def __len__(self):
         return len(self._order)
