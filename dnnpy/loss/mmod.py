@@ -24,6 +24,7 @@ the batch. The gradient written is that of the value divided by ``nr*nc*len(wind
 
 from __future__ import annotations
 
+import logging
 import warnings
 
 import numpy as np
@@ -42,6 +43,8 @@ __all__ = ["loss_mmod_", "loss_mmod", "mmod_options", "detector_window_details",
            "impossible_labeling_error"]
 
 _NAME = "loss_mmod_"
+_log = logging.getLogger("dnnpy.loss_mmod")
+_slow_map_logged = False
 
 
 class _detection:
@@ -204,7 +207,12 @@ class loss_mmod_(loss_layer):
             px, py = output_tensor_to_input_tensor(sub, (xs, ys))
             px, py = np.broadcast_to(px, xs.shape), np.broadcast_to(py, ys.shape)
             return np.asarray(px, np.float64), np.asarray(py, np.float64)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError) as e:
+            global _slow_map_logged
+            if not _slow_map_logged:  # same values, one point at a time: slow for many candidates
+                _slow_map_logged = True
+                _log.warning("%s: a layer's coordinate map does not take arrays (%s); mapping the "
+                             "candidate detections one at a time", _NAME, e)
             pts = [output_tensor_to_input_tensor(sub, (float(a), float(c))) for a, c in zip(xs, ys)]
             return (np.array([q[0] for q in pts], np.float64).reshape(xs.shape),
                     np.array([q[1] for q in pts], np.float64).reshape(ys.shape))
