@@ -223,3 +223,37 @@ def test_mmod_net_level():
     g = np.asarray(net.subnet().get_parameter_gradient())
     assert g.shape[0] == 10 and np.all(np.isfinite(g))
     assert str(net).startswith("layer<0>\tloss_mmod\t (detector_windows:(:10x10)")
+
+
+def test_mmod_maps_candidates_vectorised(monkeypatch, caplog):
+    """Point-wise layers pass arrays through, so loss_mmod maps all candidates in one call
+    (no per-point fallback); the result equals mapping them one at a time, bit for bit."""
+    from dnnpy.layers import bn_con, relu
+    from dnnpy.visitors.maps import output_tensor_to_input_tensor
+
+    T = loss_mmod[con[1, 3, 3, 1, 1, relu[bn_con[con[2, 5, 5, 2, 2, input_grayscale_image_pyramid[pyramid_down(3)]]]]]]
+    net = T(loss_mmod_(mmod_options(detector_windows=[detector_window_details(10, 10)])))
+    rng = np.random.default_rng(1)
+    imgs = [rng.integers(0, 256, (30, 30), dtype=np.uint8) for _ in range(2)]
+    labels = [[mmod_rect(rectangle(3, 4, 14, 15))], [mmod_rect(rectangle(10, 8, 22, 19))]]
+    net(imgs)
+    xs, ys = np.arange(6.0), np.arange(6.0)[::-1].copy()
+    px, py = output_tensor_to_input_tensor(net.subnet(), (xs, ys))
+    one = [output_tensor_to_input_tensor(net.subnet(), (float(a), float(b))) for a, b in zip(xs, ys)]
+    assert px.tolist() == [q[0] for q in one] and py.tolist() == [q[1] for q in one]
+
+    def run():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            value = net.compute_loss(imgs, labels)
+            return value, np.array(net.subnet().get_gradient_input().host_read()), net.process(imgs, -0.5)
+
+    with caplog.at_level("WARNING", logger="dnnpy.loss_mmod"):
+        fast = run()
+    assert not caplog.records        # no fallback
+    monkeypatch.setattr(loss_mmod_, "_map_to_input", staticmethod(lambda sub, xs, ys: tuple(
+        np.array(v, np.float64) for v in zip(*[output_tensor_to_input_tensor(sub, (float(a), float(b)))
+                                               for a, b in zip(xs, ys)])) if len(xs) else (xs, ys)))
+    slow = run()
+    assert fast[0] == slow[0] and np.array_equal(fast[1], slow[1]) and fast[2] == slow[2]
+    assert np.count_nonzero(fast[1]) > 2 and sum(map(len, fast[2])) > 0   # candidates were there

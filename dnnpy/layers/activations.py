@@ -37,13 +37,15 @@ def as_float32(layer_name, name, value):
 
 
 class _identity_map:
-    """dlib's ``map_input_to_output`` / ``map_output_to_input`` for point-wise layers."""
+    """dlib's ``map_input_to_output`` / ``map_output_to_input`` for point-wise layers. The
+    coordinates pass through as they are: floats, or arrays when many points are mapped at
+    once (loss_mmod maps all its candidate detections in one call)."""
 
     def map_input_to_output(self, p):
-        return (float(p[0]), float(p[1]))
+        return (p[0], p[1])
 
     def map_output_to_input(self, p):
-        return (float(p[0]), float(p[1]))
+        return (p[0], p[1])
 
 
 class _pointwise_inplace(simple_serial, computational_layer, _identity_map):

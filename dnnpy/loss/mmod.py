@@ -24,6 +24,7 @@ the batch. The gradient written is that of the value divided by ``nr*nc*len(wind
 
 from __future__ import annotations
 
+import logging
 import warnings
 
 import numpy as np
@@ -42,6 +43,8 @@ __all__ = ["loss_mmod_", "loss_mmod", "mmod_options", "detector_window_details",
            "impossible_labeling_error"]
 
 _NAME = "loss_mmod_"
+_log = logging.getLogger("dnnpy.loss_mmod")
+_slow_map_logged = False
 
 
 class _detection:
@@ -70,15 +73,23 @@ class _det_list:
         self._rs, self._cs, self._rect, self._bbr = rs, cs, rect, bbr
         self._nw, self._nr, self._nc = nw, nr, nc
         self._cache = {}
+        self._overlap_cache = {}
         # the integer boxes NMS compares (rect_bbr rounded), in score order
         boxes = rect if bbr is None else np.stack([_lround(bbr[:, m]) for m in range(4)], axis=1)
-        self._nms_boxes = boxes[order]
+        self._nms_boxes = np.asfortranarray(boxes[order])  # columns contiguous for _overlaps_many
         self._nms_areas = ((self._nms_boxes[:, 2] - self._nms_boxes[:, 0] + 1)
                            * (self._nms_boxes[:, 3] - self._nms_boxes[:, 1] + 1))
 
     def overlapping(self, rect, tester):
-        """Mask (in score order) of the detections whose NMS box ``tester`` says overlaps ``rect``."""
-        return _overlaps_many(self._nms_boxes, self._nms_areas, rectangle._coerce(rect), tester)
+        """Mask (in score order) of the detections whose NMS box ``tester`` says overlaps
+        ``rect``. Remembered: the loss's two NMS passes keep mostly the same detections."""
+        rect = rectangle._coerce(rect)
+        key = (tuple(rect), tester.iou_thresh, tester.percent_covered_thresh)
+        mask = self._overlap_cache.get(key)
+        if mask is None:
+            mask = _overlaps_many(self._nms_boxes, self._nms_areas, rect, tester)
+            self._overlap_cache[key] = mask
+        return mask
 
     def __len__(self):
         return len(self._order)
@@ -196,7 +207,12 @@ class loss_mmod_(loss_layer):
             px, py = output_tensor_to_input_tensor(sub, (xs, ys))
             px, py = np.broadcast_to(px, xs.shape), np.broadcast_to(py, ys.shape)
             return np.asarray(px, np.float64), np.asarray(py, np.float64)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError) as e:
+            global _slow_map_logged
+            if not _slow_map_logged:  # same values, one point at a time: slow for many candidates
+                _slow_map_logged = True
+                _log.warning("%s: a layer's coordinate map does not take arrays (%s); mapping the "
+                             "candidate detections one at a time", _NAME, e)
             pts = [output_tensor_to_input_tensor(sub, (float(a), float(c))) for a, c in zip(xs, ys)]
             return (np.array([q[0] for q in pts], np.float64).reshape(xs.shape),
                     np.array([q[1] for q in pts], np.float64).reshape(ys.shape))
