@@ -20,15 +20,13 @@ Layout, per pass and geometry, chosen once and cached like cuDNN's algorithm cac
   post-op on that reorder, free).
 
 ``DNNPY_ONEDNN_LAYOUT=any|plain|auto`` (default ``auto``) forces one. Measured (shared
-report section 1), ``any`` wins by 1.3-4x everywhere except on few-channel sides (a
-3-channel data gradient with stride 2, a 3-channel transposed-conv output), where ``plain``
-wins by ~2x. So ``auto`` takes ``any`` when both channel counts are at least
-``TIMED_BELOW_CHANNELS``; otherwise it builds both the first time a pass meets the geometry
-and times them on the actual inputs, writing into zeroed scratch outputs (never the
-caller's): one warm-up run each, then the minimum of two alternating runs, and ``plain``
-wins only when at least ``PLAIN_MARGIN`` times faster. Timing every shape was tried first:
-on a busy 2-core machine it flipped large shapes to ``plain`` (2x slower there), hence the
-heuristic gate and the margin.
+report section 1), ``any`` wins by 1.3-4x everywhere except where a pass *writes* a side of
+few channels (a 3-channel data gradient, a 3-channel transposed-conv output), where ``plain``
+(gemm) wins by ~2x. So ``auto`` is a fixed rule, not a timing: ``plain`` when the pass's
+output has fewer than ``FEW_CHANNELS`` channels (the forward's K, the data gradient's C),
+``any`` otherwise, and the other layout when oneDNN refuses the first. A rule keeps results
+reproducible from run to run (timing both, tried first, picked by the machine's load, and
+the two layouts round differently).
 
 Accumulation: the forward's ``add_to_output`` is oneDNN's ``sum`` post-op (scale 1), so
 with biases it is ``old + conv + bias`` like the numpy twin; ``use_relu`` is then numpy's
@@ -43,7 +41,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 
 import numpy as np
 
@@ -53,10 +50,9 @@ from . import _state
 from ._common import OwnedPD, scratch
 
 __all__ = ["conv_forward", "conv_backward_data", "conv_backward_filters", "layout_mode",
-           "chosen_layouts", "clear_cache", "PLAIN_MARGIN", "TIMED_BELOW_CHANNELS"]
+           "chosen_layouts", "clear_cache", "FEW_CHANNELS"]
 
-PLAIN_MARGIN = 1.15
-TIMED_BELOW_CHANNELS = 8
+FEW_CHANNELS = 8
 LAYOUT_ENV = "DNNPY_ONEDNN_LAYOUT"
 
 _E = A.ENUMS
@@ -281,54 +277,34 @@ def _build(kind, geom, flags, layout):
     return op
 
 
-def _time(ops, buffers):
-    """Per op, the minimum of two runs after one warm-up, alternating between the ops."""
-    best = [float("inf")] * len(ops)
-    for rep in range(3):
-        for i, op in enumerate(ops):
-            t0 = time.perf_counter()
-            op.run(buffers)
-            if rep:
-                best[i] = min(best[i], time.perf_counter() - t0)
-    return best
-
-
-def _choose(kind, geom, flags, buffers):
-    """``(layout, op)`` for a geometry met first: ``any``, or for few channels the faster
-    of both layouts timed into scratch outputs (op None when oneDNN refuses both)."""
-    few_channels = min(geom[1], geom[4]) < TIMED_BELOW_CHANNELS
-    ops = {layout: _try_build(kind, geom, flags, layout) for layout in ("any", "plain")
-           if few_channels or layout == "any"}
-    if "plain" not in ops and isinstance(ops["any"], str):
-        ops["plain"] = _try_build(kind, geom, flags, "plain")   # any refused: plain, untimed
-    usable = {layout: op for layout, op in ops.items() if not isinstance(op, str)}
-    if not usable:
-        with _layouts_lock:
-            _layouts[(kind, geom)] = "any"
-        _state.note_fallback(kind, _describe(geom), "; ".join(ops.values()))
-        return "any", None
-    if len(usable) == 2:
-        trial = dict(buffers)
-        out_role = usable["any"].out_role
-        trial[out_role] = np.zeros(buffers[out_role].shape, np.float32)
-        if kind == _BWD_FILTERS and "diff_bias" in buffers:
-            trial["diff_bias"] = np.zeros(buffers["diff_bias"].shape, np.float32)
-        t_any, t_plain = _time([usable["any"], usable["plain"]], trial)
-        winner = "plain" if t_plain * PLAIN_MARGIN < t_any else "any"
-        usable.pop("any" if winner == "plain" else "plain").destroy()
-    winner, op = next(iter(usable.items()))
+def _choose(kind, geom, flags):
+    """``(layout, op)`` for a geometry met first, by the rule in the module docstring (op
+    None when oneDNN refuses both layouts)."""
+    out_channels = {_FWD: geom[4], _BWD_DATA: geom[1]}.get(kind)
+    first = "plain" if out_channels is not None and out_channels < FEW_CHANNELS else "any"
+    second = "any" if first == "plain" else "plain"
+    op = _try_build(kind, geom, flags, first)
+    winner = first
+    if isinstance(op, str):
+        other = _try_build(kind, geom, flags, second)
+        if isinstance(other, str):
+            with _layouts_lock:
+                _layouts[(kind, geom)] = first
+            _state.note_fallback(kind, _describe(geom), f"{op}; {other}")
+            return first, None
+        winner, op = second, other
     with _layouts_lock:
         _layouts[(kind, geom)] = winner
     return winner, op
 
 
-def _op(kind, geom, flags, buffers):
+def _op(kind, geom, flags):
     """The prepared ``_Conv`` for this call, or None when numpy must run it."""
     mode = layout_mode()
     if mode == "auto":
         layout = _layouts.get((kind, geom))
         if layout is None:
-            layout, op = _choose(kind, geom, flags, buffers)
+            layout, op = _choose(kind, geom, flags)
             got = _cache.get((kind, geom, flags, layout), lambda: op)
             if got is not op and op is not None:
                 op.destroy()   # another call of this thread prepared it meanwhile
@@ -367,7 +343,7 @@ def conv_forward(add_to_output, output, data, filters, stride_y, stride_x, paddi
         buffers["bias"] = b
     # no fused ReLU post-op: oneDNN's ReLU maps NaN to 0, which would hide a diverging net;
     # numpy's maximum (one pass over the output) keeps NaN, as dlib and cuDNN do
-    op = _op(_FWD, geom, (b is not None, bool(add_to_output)), buffers)
+    op = _op(_FWD, geom, (b is not None, bool(add_to_output)))
     if op is None:
         return False
     out = buffers["dst"] = output.host() if add_to_output else output.host_write_only()
@@ -387,7 +363,7 @@ def conv_backward_data(add_to_output, gradient_input, filters, data_gradient, st
         return False
     geom = _geometry(dx.shape, w.shape, dy.shape, stride_y, stride_x, padding_y, padding_x)
     buffers = {"diff_dst": dy, "weights": w, "diff_src": dx}
-    op = _op(_BWD_DATA, geom, (False, bool(add_to_output)), buffers)
+    op = _op(_BWD_DATA, geom, (False, bool(add_to_output)))
     if op is None:
         return False
     buffers["diff_src"] = data_gradient.host() if add_to_output else data_gradient.host_write_only()
@@ -409,7 +385,7 @@ def conv_backward_filters(add_to_output, gradient_input, data, filters_gradient,
     buffers = {"diff_dst": dy, "src": x, "diff_weights": dw}
     if db is not None:
         buffers["diff_bias"] = db
-    op = _op(_BWD_FILTERS, geom, (db is not None, bool(add_to_output)), buffers)
+    op = _op(_BWD_FILTERS, geom, (db is not None, bool(add_to_output)))
     if op is None:
         return False
     buffers["diff_weights"] = (filters_gradient.host() if add_to_output
