@@ -90,6 +90,40 @@ def test_dnn_introduction2_quick(tmp_path, capsys):
     assert "repeat[1, " in repr(train_t) and "add_prev2[" in repr(train_t)
 
 
+def test_dnn_inception_quick(tmp_path, capsys):
+    from dnnpy.examples import dnn_inception
+
+    r = dnn_inception.main(["--quick", "--quiet", "--out", str(tmp_path)])
+    text = capsys.readouterr().out
+    assert "testing accuracy" in text and "concat4" in text
+    assert r["testing_accuracy"] >= 0.5                # 3 epochs on 256 digits; chance is 0.1
+    # the file is dlib's bytes of the inception net: it reads back into the same type
+    net = dnn_inception.net_type()
+    dnnpy.deserialize(r["net_path"], net)
+    assert "concat4" in repr(dnn_inception.net_type) and "concat3" in repr(dnn_inception.net_type)
+
+
+def test_dnn_dcgan_quick(tmp_path, capsys):
+    """A few iterations of dlib's manual GAN loop: finite losses, the generator's parameters
+    move (its gradient came through the discriminator), the PNG tiles 64 16x16 digits."""
+    from dnnpy.examples import dnn_dcgan
+
+    r = dnn_dcgan.main(["--quick", "--quiet", "--out", str(tmp_path)])
+    text = capsys.readouterr().out
+    assert "digits-like" in text and "256 generated digits:" in text
+    assert np.isfinite(r["d_loss"]) and np.isfinite(r["g_loss"]) and r["d_loss"] > 0
+    assert r["generator_moved"]
+    img = read_png(r["png_path"])
+    assert img.shape[:2] == (4 * 8 * 16, 4 * 8 * 16)  # tile_images: 64 -> 8 x 8 cells, 4x
+    # the metric can fail: 5 iterations draw no digits yet, and noise is far from the digits
+    assert not r["digits_like"]
+    assert r["noise_distance"] > 3 * r["real_distance"] > 0
+    gen = dnn_dcgan.generator_type()
+    dnnpy.deserialize(r["generator_path"], gen)
+    disc = dnn_dcgan.discriminator_type()
+    dnnpy.deserialize(r["discriminator_path"], disc)
+
+
 def test_examples_run_as_modules(tmp_path):
     """``python -m dnnpy.examples.autoencoder --quick`` exits 0 (the README's command)."""
     env_path = str(REPO)
@@ -101,7 +135,8 @@ def test_examples_run_as_modules(tmp_path):
     assert (tmp_path / "autoencoder_reconstructions.png").is_file()
 
 
-@pytest.mark.parametrize("module", ["autoencoder", "dnn_introduction", "dnn_introduction2"])
+@pytest.mark.parametrize("module", ["autoencoder", "dnn_introduction", "dnn_introduction2",
+                                    "dnn_inception", "dnn_dcgan"])
 def test_examples_help(module, capsys):
     mod = __import__(f"dnnpy.examples.{module}", fromlist=["main"])
     with pytest.raises(SystemExit) as e:
