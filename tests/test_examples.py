@@ -118,10 +118,10 @@ def test_dnn_dcgan_quick(tmp_path, capsys):
     # the metric can fail: 5 iterations draw no digits yet, and noise is far from the digits
     assert not r["digits_like"]
     assert r["noise_distance"] > 3 * r["real_distance"] > 0
-    gen = dnn_dcgan.generator_type()
-    dnnpy.deserialize(r["generator_path"], gen)
-    disc = dnn_dcgan.discriminator_type()
-    dnnpy.deserialize(r["discriminator_path"], disc)
+    dnnpy.deserialize(r["generator_path"], dnn_dcgan.generator_type())
+    gen, disc, iteration = dnnpy.deserialize_objects(
+        r["sync_path"], dnn_dcgan.generator_type, dnn_dcgan.discriminator_type, int)
+    assert iteration == 5
 
 
 def test_examples_run_as_modules(tmp_path):

@@ -229,3 +229,13 @@ def test_chinese_whispers_against_dlib_bin():
     ours = chinese_whispers_clustering(desc, 0.55)
     theirs = list(dlib.chinese_whispers_clustering([dlib.vector(d.tolist()) for d in desc], 0.55))
     assert ours == theirs and len(set(ours)) > 1
+
+
+@pytest.mark.parametrize("seed", ["", "abc", 7])
+def test_vectorised_gaussians_are_the_scalar_stream(seed):
+    a, b = dlib_rand(seed), dlib_rand(seed)
+    for count in (1, 2, 3, 0, 101, 6400, 5):        # odd counts leave a cached second value
+        want = np.array([a.get_random_gaussian() for _ in range(count)])
+        assert np.array_equal(b.get_random_gaussians(count), want)
+    assert b.get_random_32bit_number() == a.get_random_32bit_number()   # same state after
+    assert b.get_random_gaussian() == a.get_random_gaussian()

@@ -31,8 +31,8 @@ dlib runs 50000 iterations at learning rate 2e-4 on MNIST; this example runs ``-
 recognisable (blurry) digits in about half a minute on 2 CPU cores.
 
 It writes a PNG tiling 64 generated digits (dlib shows them in an ``image_window``), and saves
-the generator and the discriminator in dlib's format, each in its own file (dlib's sync file
-holds both and the iteration count in one file; there is no resume here).
+as dlib does, in dlib's format: the generator, the discriminator and the iteration count in
+one sync file (``dnnpy.serialize_objects``), and the generator alone.
 
 The printed metric compares 256 generated digits with real ones, in pixels:
 
@@ -88,9 +88,8 @@ discriminator_type = loss_binary_log[
 
 def make_noise(rnd, n):
     """``n`` noise vectors as dlib's ``make_noise``: ``(n, NOISE_SIZE, 1, 1)`` float32 of
-    ``rnd.get_random_gaussian()`` draws, in dlib's order."""
-    draws = [rnd.get_random_gaussian() for _ in range(n * NOISE_SIZE)]
-    return np.asarray(draws, np.float32).reshape(n, NOISE_SIZE, 1, 1)
+    ``rnd.get_random_gaussian()`` draws, in dlib's order (drawn at once)."""
+    return rnd.get_random_gaussians(n * NOISE_SIZE).astype(np.float32).reshape(n, NOISE_SIZE, 1, 1)
 
 
 def get_generated_images(out) -> np.ndarray:
@@ -219,10 +218,13 @@ def main(argv=None) -> dict:
 
     generator.clean()
     discriminator.clean()
-    gen_path, disc_path = out / "dcgan_generator.dat", out / "dcgan_discriminator.dat"
+    # dlib: serialize("dcgan_sync") << generator << discriminator << iteration, and the
+    # generator alone for use
+    sync_path, gen_path = out / "dcgan_sync.dat", out / "dcgan_digits_generator.dat"
+    dnnpy.serialize_objects(sync_path, generator, discriminator, args.iterations, format="dlib")
     dnnpy.serialize(generator, gen_path, format="dlib")
-    dnnpy.serialize(discriminator, disc_path, format="dlib")
-    print(f"saved the generator to {gen_path} and the discriminator to {disc_path} (dlib's format)")
+    print(f"saved the generator, the discriminator and the iteration count to {sync_path}, and "
+          f"the generator alone to {gen_path} (dlib's format)")
 
     # the metric: how far generated digits are from the nearest real training digit, next to
     # the same distance for real digits the GAN never saw (the floor) and for two images that
@@ -256,7 +258,7 @@ def main(argv=None) -> dict:
             "mean_digit_distance": float(d_mean.mean()),
             "variety": variety, "digits_like": good,
             "discriminator_thinks_real": thinks_real, "generator_moved": generator_moved, "png_path": png_path,
-            "generator_path": gen_path, "discriminator_path": disc_path}
+            "generator_path": gen_path, "sync_path": sync_path}
 
 
 if __name__ == "__main__":
