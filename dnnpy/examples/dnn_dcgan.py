@@ -60,6 +60,7 @@ from dnnpy.data import dlib_rand
 from dnnpy.datasets import load_digits
 from dnnpy.examples._util import Timer, base_parser, out_dir
 from dnnpy.image import save_png, tile_images
+from dnnpy.layers.base import seeded_initialisation
 
 NOISE_SIZE = 100
 
@@ -155,8 +156,11 @@ def main(argv=None) -> dict:
     dnnpy.disable_duplicative_biases(generator)
     dnnpy.disable_duplicative_biases(discriminator)
 
-    # forward some noise so that the printed nets show every tensor size
-    discriminator(get_generated_images(generator.subnet()(make_noise(rnd, 1))))
+    # forward some noise so that the printed nets show every tensor size; the parameters are
+    # drawn now, from dnnpy's initialisation stream, which every net made earlier in the
+    # process advances (as dlib's std::rand() does): seeded, so every run trains the same nets
+    with seeded_initialisation(args.seed):
+        discriminator(get_generated_images(generator.subnet()(make_noise(rnd, 1))))
     print(f"generator ({dnnpy.count_parameters(generator)} parameters)")
     print(generator)
     print(f"discriminator ({dnnpy.count_parameters(discriminator)} parameters)")

@@ -35,6 +35,7 @@ from dnnpy import (con, fc, inception3, inception4, input, loss_multiclass_log, 
 from dnnpy.data import dlib_rand
 from dnnpy.datasets import load_digits, load_mnist_dataset
 from dnnpy.examples._util import Timer, base_parser, make_trainer, out_dir, report_accuracy
+from dnnpy.layers.base import seeded_initialisation
 
 
 def block_a1(SUBNET): return relu[con[10, 1, 1, 1, 1, SUBNET]]                                     # noqa: E704
@@ -102,7 +103,11 @@ def main(argv=None) -> dict:
                            args.epochs, verbose=not args.quiet)
     print("Training NN...")
     train_timer = Timer()
-    trainer.train(list(train_x), [int(y) for y in train_y])
+    # the parameters are drawn at the first forward pass from dnnpy's initialisation stream,
+    # which every net made earlier in the process advances (as dlib's std::rand() does):
+    # seed it, so that every run trains the same net
+    with seeded_initialisation(0):
+        trainer.train(list(train_x), [int(y) for y in train_y])
     train_seconds = train_timer()
     print(f"trained {args.epochs} epochs in {train_seconds:.1f} s")
 
