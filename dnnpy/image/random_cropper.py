@@ -21,6 +21,7 @@ from ..rand import dlib_rand
 from ..geometry import (center, centered_drect, drectangle, get_rect, move_rect, rectangle,
                         round_point)
 from .chips import chip_details, chip_dims, extract_image_chip, get_mapping_to_chip
+from .geometry import flip_rect_left_right
 from .transforms import rectangle_transform
 
 __all__ = ["random_cropper"]
@@ -28,13 +29,6 @@ __all__ = ["random_cropper"]
 _SETTINGS = ("chip_dims", "randomly_flip", "max_rotation_degrees", "min_object_length_long_dim",
              "min_object_length_short_dim", "max_object_size", "background_crops_fraction",
              "translate_amount", "min_object_coverage")
-
-
-def _flip_rect_left_right(r, window):
-    """dlib's ``impl::flip_rect_left_right`` on integer rectangles: the box mirrored inside
-    ``window`` (same top, bottom and width)."""
-    right = window.r - (r.l - window.l)
-    return rectangle(right - r.width() + 1, r.t, right, r.b)
 
 
 class random_cropper:
@@ -310,7 +304,7 @@ class random_cropper:
         if flip:
             crop = np.ascontiguousarray(crop[:, ::-1])
             for nb in out:
-                f = _flip_rect_left_right(rectangle._coerce(nb.rect), window)
+                f = flip_rect_left_right(rectangle._coerce(nb.rect), window)
                 nb.rect = drectangle._coerce(f) if isinstance(nb.rect, drectangle) else f
         return crop, out
 
