@@ -170,7 +170,7 @@ class net_node:
         nodes = computational_nodes(self)
         check_solvers(solvers, len(nodes))
         for node, solver in zip(nodes, solvers):
-            grad, details = node._params_grad, node._details
+            grad, details = node.get_parameter_gradient(), node.layer_details()
             lr_mult = getattr(details, "get_learning_rate_multiplier", None)
             if grad.size() != 0 and (lr_mult is None or lr_mult() != 0):
                 step = solver(learning_rate, details, grad)
