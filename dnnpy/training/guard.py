@@ -40,6 +40,12 @@ PROB_THRESH_MAX = 0.99999
 IN_MEMORY = "the in-memory copy of the last good state"
 
 
+
+class TrainingDivergedError(RuntimeError):
+    """The loss or the parameters kept becoming NaN/inf: the divergence guard reloaded the last
+    good state until it could not go on (the learning rate fell below the minimum, or 10
+    reloads in a row with a shrink factor of 1). The net holds the last good state."""
+
 class sync_event(NamedTuple):
     """What a sync point did.
 

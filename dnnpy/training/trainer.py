@@ -48,8 +48,7 @@ import numpy as np
 
 from ..core import add_loss_layer
 from ..solvers import make_solvers, sgd
-from ..statistics import (count_steps_without_decrease, count_steps_without_decrease_robust,
-                         running_stats, running_stats_decayed)
+from ..statistics import running_stats, running_stats_decayed
 from ..templates import NetType
 from ..tensor import resizable_tensor
 from ..visitors.walk import visit_layer_parameters
@@ -57,7 +56,8 @@ from . import batches as _batches
 from . import checks
 from . import progress as _progress
 from . import sync as _sync
-from .guard import sync_guard
+from .guard import TrainingDivergedError, sync_guard
+from .plateau import drop_oldest, steps_without_progress
 
 __all__ = ["dnn_trainer", "TrainingDivergedError", "STOP_MAX_EPOCHS", "STOP_MIN_LEARNING_RATE",
            "STOP_SCHEDULE_DONE", "STOP_NONFINITE"]
@@ -69,28 +69,6 @@ STOP_MAX_EPOCHS = "max epochs"
 STOP_MIN_LEARNING_RATE = "learning rate below min"
 STOP_SCHEDULE_DONE = "learning rate schedule done"
 STOP_NONFINITE = "NaN/inf collapse"
-
-
-class TrainingDivergedError(RuntimeError):
-    """The loss or the parameters kept becoming NaN/inf: the divergence guard reloaded the last
-    good state until it could not go on (the learning rate fell below the minimum, or 10
-    reloads in a row with a shrink factor of 1). The net holds the last good state."""
-
-
-def _steps_without_progress(losses, threshold):
-    """dlib's plateau test: steps without a decreasing loss, rechecked ignoring the top 10% of
-    the losses when it reaches ``threshold`` (a few bad mini-batches must not shrink the
-    learning rate)."""
-    steps = count_steps_without_decrease(losses)
-    if steps >= threshold:
-        steps = count_steps_without_decrease_robust(losses)
-    return steps
-
-
-def _drop_oldest(losses, count):
-    """Forget the ``count`` oldest losses (all when fewer), after a shrink."""
-    for _ in range(min(count, len(losses))):
-        losses.popleft()
 
 
 class dnn_trainer:
@@ -620,7 +598,7 @@ class dnn_trainer:
                 and self._learning_rate_shrink != 1):
             # dlib's budget: the O(thresh) plateau check runs about every thresh/200 steps
             self._gradient_check_budget = 0
-            self._steps_without_progress = _steps_without_progress(
+            self._steps_without_progress = steps_without_progress(
                 self._previous_loss_values, self._iter_without_progress_thresh)
             if self._steps_without_progress >= self._iter_without_progress_thresh:
                 self._learning_rate = self._learning_rate_shrink * self._learning_rate
@@ -640,7 +618,7 @@ class dnn_trainer:
         loss = self._net.compute_loss(x, labels)
         self._record_test_loss(loss)
         if self._learning_rate_shrink != 1:
-            self._test_steps_without_progress = _steps_without_progress(
+            self._test_steps_without_progress = steps_without_progress(
                 self._test_previous_loss_values, self._test_iter_without_progress_thresh)
             if self._test_steps_without_progress >= self._test_iter_without_progress_thresh:
                 self._learning_rate = self._learning_rate_shrink * self._learning_rate
@@ -668,11 +646,11 @@ class dnn_trainer:
             self._test_loss_history.append((len(self._loss_history), float(loss)))
 
     def _drop_some_previous_loss_values(self):
-        _drop_oldest(self._previous_loss_values,
+        drop_oldest(self._previous_loss_values,
                      self._previous_loss_values_dump_amount + self._iter_without_progress_thresh // 10)
 
     def _drop_some_test_previous_loss_values(self):
-        _drop_oldest(self._test_previous_loss_values, self._test_previous_loss_values_dump_amount
+        drop_oldest(self._test_previous_loss_values, self._test_previous_loss_values_dump_amount
                      + self._test_iter_without_progress_thresh // 10)
 
     # ------------------------------------------------------------------------------------
