@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from ..geometry import _rect_base, centered_drect, centered_rect, dcenter, drectangle, lround, rectangle
+from .matrix_la import pinv
 
 __all__ = ["point_transform_affine", "inv", "rotation_matrix", "rotate_point", "find_affine_transform",
            "find_similarity_transform", "rectangle_transform", "interpolate_bilinear",
@@ -104,15 +105,25 @@ def rotate_point(center, p, angle):
 def find_affine_transform(from_points, to_points):
     """dlib's ``find_affine_transform``: the least-squares affine map taking ``from_points``
     to ``to_points`` (``Q @ pinv(P)`` with columns ``(x, y, 1)``), at least 3 pairs; exact
-    for 3 points in general position."""
+    for 3 points in general position. Computed as dlib computes it (``matrix_la.pinv``, dlib's
+    own SVD), so the result equals dlib's bit for bit."""
     f = _points(from_points, "from_points", "find_affine_transform")
     t = _points(to_points, "to_points", "find_affine_transform")
     if len(f) != len(t) or len(f) < 3:
         raise ValueError(f"find_affine_transform: needs equally many (>= 3) from and to points, got "
                          f"{len(f)} and {len(t)}")
-    P = np.vstack([f.T, np.ones(len(f))])
-    m = t.T @ np.linalg.pinv(P)
-    return point_transform_affine(m[:, :2], m[:, 2])
+    # dlib's own SVD-based pinv and its summation order: the map must equal dlib's to the bit
+    pi = pinv([f[:, 0].tolist(), f[:, 1].tolist(), [1.0] * len(f)])
+    m = []
+    for row in (t[:, 0].tolist(), t[:, 1].tolist()):
+        out = []
+        for c in range(3):
+            acc = row[0] * pi[0][c]
+            for i in range(1, len(row)):
+                acc += row[i] * pi[i][c]
+            out.append(acc)
+        m.append(out)
+    return point_transform_affine([m[0][:2], m[1][:2]], [m[0][2], m[1][2]])
 
 
 def find_similarity_transform(from_points, to_points):
