@@ -107,6 +107,20 @@ def test_chip_details_constructors_match_dlib():
 
 
 @needs_dlib
+def test_chip_details_from_points_match_dlib_bit_for_bit():
+    rng = np.random.default_rng(6)
+    for k in range(40):
+        n = int(rng.integers(2, 8))
+        cp, ip = rng.uniform(0, 100, (n, 2)), rng.uniform(0, 100, (n, 2))
+        if k % 2:
+            cp, ip = np.round(cp), np.round(ip)
+        a = chip_details(cp.tolist(), ip.tolist(), chip_dims(40, 60))
+        b = dlib.chip_details(dlib.dpoints([dlib.dpoint(*p) for p in cp]),
+                              dlib.dpoints([dlib.dpoint(*p) for p in ip]), dlib.chip_dims(40, 60))
+        assert (a.angle, *a.rect) == (b.angle, b.rect.left(), b.rect.top(), b.rect.right(), b.rect.bottom())
+
+
+@needs_dlib
 @pytest.mark.parametrize("n", [5, 68])
 def test_face_chips_match_dlib(n):
     rng = np.random.default_rng(4 + n)
@@ -117,10 +131,13 @@ def test_face_chips_match_dlib(n):
                                       dlib.points([dlib.point(*p) for p in pts]))
     a, b = get_face_chip_details(det, 150, 0.25), dlib.get_face_chip_details(ddet, 150, 0.25)
     assert (a.rows, a.cols) == (b.rows, b.cols) == (150, 150)
-    assert a.angle == pytest.approx(b.angle, abs=1e-12)
-    assert tuple(a.rect) == pytest.approx((b.rect.left(), b.rect.top(), b.rect.right(), b.rect.bottom()),
-                                          abs=1e-9)
-    np.testing.assert_array_equal(get_face_chip(img, det, 60, 0.25), dlib.get_face_chip(img, ddet, 60, 0.25))
+    # bit for bit: dlib's similarity fit (its own 2x2 SVD) and its rounding of the canonical points
+    for size, pad in [(150, 0.25), (97, 0.2), (60, 0.37)]:
+        a, b = get_face_chip_details(det, size, pad), dlib.get_face_chip_details(ddet, size, pad)
+        assert (a.angle, *a.rect) == (b.angle, b.rect.left(), b.rect.top(), b.rect.right(), b.rect.bottom())
+    # dlib-bin's get_face_chip takes padding as a float32 (0.2 is not 0.2 there)
+    for pad in (0.25, 0.2):
+        np.testing.assert_array_equal(get_face_chip(img, det, 60, pad), dlib.get_face_chip(img, ddet, 60, pad))
     assert get_face_chip_details([det, det], 80) == [get_face_chip_details(det, 80)] * 2
     with pytest.raises(ValueError, match="5- or 68-point"):
         get_face_chip_details(full_object_detection(rectangle(0, 0, 9, 9), pts[:4]))
