@@ -119,20 +119,16 @@ class _conv_base(sliding_window, computational_layer, with_multipliers):
 
     def deserialize(self, r):
         """Reads any version dlib reads (remembered, and written back by ``serialize``). The
-        file's num_filters, nr, nc, strides and paddings must be the net's. dlib takes
-        num_filters from the file, since its ``set_num_filters`` may have changed it; dnnpy
-        refuses a count that differs from the net's, so a file of another type fails here:
-        call ``set_num_filters`` on the layer before reading a file whose count was changed."""
+        file's nr, nc, strides and paddings must be the net's; num_filters is the file's, as in
+        dlib (the net that wrote it may have changed it with ``set_num_filters``, as dlib's MMOD
+        examples do for one filter per detector window)."""
         name = type(self).__name__
         version = r.version_string(self, *self._versions_read)
         r.tensor(f"{name} params", into=self.params)
         at = r.pos
         num_filters = r.int(f"{name} num_filters")
-        if num_filters != self.num_filters_:
-            raise r.error(f"{name}: the file has num_filters={num_filters} but the net type has "
-                          f"{self.num_filters_} (if the file's count was changed with "
-                          f"set_num_filters, call set_num_filters({num_filters}) on this layer "
-                          f"before reading)", at)
+        if num_filters < 1:
+            raise r.error(f"{name}: the file has num_filters={num_filters}, which must be >= 1", at)
         for field, expected in zip(_WINDOW_FIELDS, self._window_fields()):
             at = r.pos
             expect_same(r, name, field, r.int(f"{name} {field}"), expected, at)

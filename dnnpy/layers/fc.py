@@ -73,23 +73,14 @@ class fc_(dense_base, with_multipliers):
 
     def deserialize(self, r):
         """Reads "fc_2" (no use_bias) or "fc_3" (remembered, and written back by
-        ``serialize``); num_outputs and bias_mode must be the net's. dlib takes num_outputs
-        from the file (``set_num_outputs`` may have changed it); dnnpy refuses a count that
-        differs, so a file of another type fails here: call ``set_num_outputs`` on the layer
-        before reading a file whose count was changed."""
+        ``serialize``); bias_mode must be the net's. num_outputs is the file's, as in dlib (the
+        net that wrote it may have changed it with ``set_num_outputs``)."""
         version = r.version_string(self, "fc_2", "fc_3")
         dense = self._read_dense(r)
         read_multipliers(r, self, "fc_")
         if version == "fc_3":
             self.use_bias = r.bool("fc_ use_bias")
         self._adopt_dense(r, *dense)
-
-    def _check_file_num_outputs(self, r, num_outputs, at):
-        if num_outputs != self.num_outputs:
-            raise r.error(f"fc_: the file has num_outputs={num_outputs} but the net type has "
-                          f"{self.num_outputs} (if the file's count was changed with "
-                          f"set_num_outputs, call set_num_outputs({num_outputs}) on this layer "
-                          f"before reading)", at)
 
     def __repr__(self):
         if self.bias_mode == FC_HAS_BIAS:
