@@ -2,11 +2,13 @@
 (``dnnpy.rand``, dlib::rand's exact stream), ``chinese_whispers`` (clustering.py), imglab XML
 datasets (imglab.py: ``load_image_dataset``, ``image_dataset_metadata``) and detection
 metrics (detection_metrics.py: ``test_object_detection_function``, ``average_precision``)
-and ``prefetch`` (prefetch.py: training data made in background threads)."""
+and ``prefetch`` (prefetch.py: training data made in background threads); the G3 generator of
+procedural face-like identities (identities.py: ``make_identities``)."""
 
 from . import imglab as image_dataset_metadata   # dlib's namespace: .box, .image, .dataset
 from .clustering import chinese_whispers, chinese_whispers_clustering
 from .detection_metrics import average_precision, test_object_detection_function
+from .identities import identity_parameters, make_identities
 from .imglab import (ImageDatasetError, image_dataset_file, load_image_dataset,
                      load_image_dataset_metadata, save_image_dataset_metadata)
 from .prefetch import prefetch
@@ -16,4 +18,5 @@ from .randomize import randomize_samples
 __all__ = ["randomize_samples", "dlib_rand", "chinese_whispers", "chinese_whispers_clustering",
            "image_dataset_metadata", "ImageDatasetError", "image_dataset_file",
            "load_image_dataset", "load_image_dataset_metadata", "save_image_dataset_metadata",
-           "average_precision", "test_object_detection_function", "prefetch"]
+           "average_precision", "test_object_detection_function", "prefetch",
+           "make_identities", "identity_parameters"]
