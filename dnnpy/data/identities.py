@@ -3,12 +3,12 @@ and face clustering without a download (dlib's examples use photos of real peopl
 cannot be shipped).
 
 Every identity gets fixed random parameters: skin, hair and eye colour, face width and
-height, hairline and hair volume, eye spacing, height and size, mouth width, height and
-colour, nose length, and glasses (one in three identities, with a frame colour). Every image
-of an identity is drawn with its own jitter: head rotation (+-12 degrees), scale (0.85..1.1),
-shift (+-8% of the size), lighting (brightness 0.75..1.2 and a linear shading gradient in a
-random direction), a random background colour and pixel noise. So two images of one identity
-differ in pose and light, and two identities differ in their features.
+height, hairline, fringe slant and hair volume, eye spacing, height and size, mouth width,
+height and colour, nose length, and glasses (one in three identities, with a frame colour).
+Every image of an identity is drawn with its own jitter: head rotation (+-10 degrees), scale
+(0.9..1.1), shift (+-8% of the size), lighting (brightness 0.85..1.15 and a linear shading
+gradient of up to 25% in a random direction), a random background colour and pixel noise. So
+two images of one identity differ in pose and light, and two identities in their features.
 
 The drawing is vectorised numpy over all images at once: per image an inverse similarity
 transform maps the pixel grid to face coordinates, and every face part is a soft-edged
@@ -30,7 +30,7 @@ _RANGES = {
     "hairline": (-0.75, -0.35), "hair_volume": (0.04, 0.2),
     "eye_dx": (0.2, 0.34), "eye_y": (-0.25, -0.05), "eye_r": (0.07, 0.12),
     "mouth_w": (0.15, 0.38), "mouth_y": (0.38, 0.58), "mouth_h": (0.035, 0.09),
-    "nose_len": (0.1, 0.3),
+    "nose_len": (0.1, 0.3), "fringe_tilt": (-0.5, 0.5),
 }
 # the colours are drawn from palettes (far apart) and then perturbed a little
 _SKIN = np.array([[255, 219, 172], [241, 194, 125], [224, 172, 105], [198, 134, 66],
@@ -58,10 +58,10 @@ def identity_parameters(num_identities, seed=0) -> dict:
         g = np.random.default_rng([int(seed), i])
         for k, (lo, hi) in _RANGES.items():
             out[k].append(g.uniform(lo, hi))
-        out["skin"].append(_SKIN[g.integers(len(_SKIN))] + g.normal(0, 10, 3))
-        out["hair"].append(_HAIR[g.integers(len(_HAIR))] + g.normal(0, 12, 3))
-        out["eyes"].append(_EYES[g.integers(len(_EYES))] + g.normal(0, 10, 3))
-        out["mouth"].append(np.array([150, 40, 50]) + g.normal(0, 25, 3))
+        out["skin"].append(_SKIN[g.integers(len(_SKIN))] + g.normal(0, 20, 3))
+        out["hair"].append(_HAIR[g.integers(len(_HAIR))] + g.normal(0, 40, 3))
+        out["eyes"].append(_EYES[g.integers(len(_EYES))] + g.normal(0, 30, 3))
+        out["mouth"].append(np.array([150, 40, 50]) + g.normal(0, 40, 3))
         out["frame"].append(g.uniform(0, 255, 3) * np.array([1, 0.6, 0.6]))
         out["glasses"].append(g.random() < 1 / 3)
     return {k: np.clip(np.asarray(v, np.float64), 0, 255) if k in
@@ -99,12 +99,12 @@ def make_identities(num_identities, images_per_identity, size=32, seed=0):
     g = np.random.default_rng([int(seed), n_id, per, size, 0x63])
 
     # per-image jitter
-    angle = np.radians(g.uniform(-12, 12, n))
-    scale = g.uniform(0.85, 1.1, n)
+    angle = np.radians(g.uniform(-10, 10, n))
+    scale = g.uniform(0.9, 1.1, n)
     shift = g.uniform(-0.08, 0.08, (n, 2)) * 2          # in face units (image spans [-1, 1])
-    bright = g.uniform(0.75, 1.2, n)
+    bright = g.uniform(0.85, 1.15, n)
     light_dir = g.uniform(0, 2 * np.pi, n)
-    light_amount = g.uniform(0.0, 0.35, n)
+    light_amount = g.uniform(0.0, 0.25, n)
     background = g.uniform(30, 230, (n, 3))
 
     # the pixel grid in image units [-1, 1], then face coordinates by the inverse transform
@@ -130,7 +130,8 @@ def make_identities(num_identities, images_per_identity, size=32, seed=0):
     hair_back = _soft((hair_r - 1) * fw, pixel) * _soft(v - 0.1, pixel)
     _blend(img, hair_back, p["hair"][ids])
     _blend(img, _soft((face_r - 1) * fw, pixel), p["skin"][ids])
-    fringe = _soft((face_r - 1) * fw, pixel) * _soft(v - per_id("hairline"), pixel)
+    fringe = _soft((face_r - 1) * fw, pixel) * _soft(v - per_id("hairline") - per_id("fringe_tilt") * u,
+                                                      pixel)
     _blend(img, fringe, p["hair"][ids])
     # eyes: white, then the iris, at (+-eye_dx, eye_y)
     ex, ey, er = per_id("eye_dx"), per_id("eye_y"), per_id("eye_r")
