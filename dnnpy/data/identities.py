@@ -4,7 +4,8 @@ cannot be shipped).
 
 Every identity gets fixed random parameters: skin, hair and eye colour, face width and
 height, hairline, fringe slant and hair volume, eye spacing, height and size, mouth width,
-height and colour, nose length, and glasses (one in three identities, with a frame colour).
+height and colour, nose length, eyebrow thickness, hair length (short, medium or long, behind
+the face), a beard (one in three) and glasses (one in three, with a frame colour).
 Every image of an identity is drawn with its own jitter: head rotation (+-10 degrees), scale
 (0.9..1.1), shift (+-8% of the size), lighting (brightness 0.85..1.15 and a linear shading
 gradient of up to 25% in a random direction), a random background colour and pixel noise. So
@@ -31,7 +32,10 @@ _RANGES = {
     "eye_dx": (0.2, 0.34), "eye_y": (-0.25, -0.05), "eye_r": (0.07, 0.12),
     "mouth_w": (0.15, 0.38), "mouth_y": (0.38, 0.58), "mouth_h": (0.035, 0.09),
     "nose_len": (0.1, 0.3), "fringe_tilt": (-0.5, 0.5),
+    "brow": (0.03, 0.07),
 }
+# discrete features, drawn after the ranges above: hair length (one of three) and beard (1/3)
+_HAIR_LENGTHS = np.array([0.1, 0.45, 0.8])    # where the hair behind the face ends (face y)
 # the colours are drawn from palettes (far apart) and then perturbed a little
 _SKIN = np.array([[255, 219, 172], [241, 194, 125], [224, 172, 105], [198, 134, 66],
                   [141, 85, 36], [255, 205, 148], [234, 192, 134], [110, 70, 40]], np.float64)
@@ -50,10 +54,12 @@ def _positive_int(value, what, minimum=1):
 def identity_parameters(num_identities, seed=0) -> dict:
     """The fixed parameters of ``num_identities`` identities as a dict of arrays (one row per
     identity): the shape parameters of ``_RANGES``, ``skin``/``hair``/``eyes``/``mouth``/
-    ``frame`` colours (``(n, 3)`` float RGB) and ``glasses`` (bool). Deterministic in ``seed``;
-    identity ``i`` is the same for any ``num_identities > i``."""
+    ``frame`` colours (``(n, 3)`` float RGB), ``glasses`` (bool), ``hair_length`` and ``beard``
+    (0 or 1). Deterministic in ``seed``; identity ``i`` is the same for any
+    ``num_identities > i``."""
     n = _positive_int(num_identities, "num_identities")
-    out = {k: [] for k in [*_RANGES, "skin", "hair", "eyes", "mouth", "frame", "glasses"]}
+    out = {k: [] for k in [*_RANGES, "skin", "hair", "eyes", "mouth", "frame", "glasses",
+                           "hair_length", "beard"]}
     for i in range(n):  # one small generator per identity, so identity i never depends on n
         g = np.random.default_rng([int(seed), i])
         for k, (lo, hi) in _RANGES.items():
@@ -64,6 +70,8 @@ def identity_parameters(num_identities, seed=0) -> dict:
         out["mouth"].append(np.array([150, 40, 50]) + g.normal(0, 40, 3))
         out["frame"].append(g.uniform(0, 255, 3) * np.array([1, 0.6, 0.6]))
         out["glasses"].append(g.random() < 1 / 3)
+        out["hair_length"].append(_HAIR_LENGTHS[g.integers(3)])
+        out["beard"].append(float(g.random() < 1 / 3))
     return {k: np.clip(np.asarray(v, np.float64), 0, 255) if k in
             ("skin", "hair", "eyes", "mouth", "frame") else np.asarray(v) for k, v in out.items()}
 
@@ -127,7 +135,7 @@ def make_identities(num_identities, images_per_identity, size=32, seed=0):
     # hair: a bigger ellipse behind the face, above the hairline (and a fringe over the face)
     hv = per_id("hair_volume")
     hair_r = np.sqrt((u / (fw + hv)) ** 2 + ((v + hv * 0.5) / (fh + hv)) ** 2)
-    hair_back = _soft((hair_r - 1) * fw, pixel) * _soft(v - 0.1, pixel)
+    hair_back = _soft((hair_r - 1) * fw, pixel) * _soft(v - per_id("hair_length"), pixel)
     _blend(img, hair_back, p["hair"][ids])
     _blend(img, _soft((face_r - 1) * fw, pixel), p["skin"][ids])
     fringe = _soft((face_r - 1) * fw, pixel) * _soft(v - per_id("hairline") - per_id("fringe_tilt") * u,
@@ -143,6 +151,14 @@ def make_identities(num_identities, images_per_identity, size=32, seed=0):
         _blend(img, ring * p["glasses"][ids][:, None, None], p["frame"][ids])
     bridge = _soft(np.maximum(np.abs(u) - (ex - er * 1.6), np.abs(v - ey) - 0.03), pixel)
     _blend(img, bridge * p["glasses"][ids][:, None, None], p["frame"][ids])
+    # eyebrows (hair colour) above the eyes
+    for side in (-1, 1):
+        brow = _soft(np.maximum(np.abs(u - side * ex) - er * 1.2,
+                                np.abs(v - (ey - er * 1.9)) - per_id("brow")), pixel)
+        _blend(img, brow, p["hair"][ids])
+    # beard: the lower face in hair colour, up to the mouth
+    beard = _soft((face_r - 1) * fw, pixel) * _soft(per_id("mouth_y") + 0.02 - v, pixel)
+    _blend(img, beard * per_id("beard"), p["hair"][ids])
     # nose: a darker skin line down the middle; mouth: an ellipse
     nose = _soft(np.maximum(np.abs(u) - 0.035, np.abs(v - (ey + per_id("nose_len") / 2 + 0.05))
                             - per_id("nose_len") / 2), pixel)

@@ -95,6 +95,10 @@ def main(argv=None) -> dict:
     parser.add_argument("--net", default=None,
                         help="the net saved by dnn_metric_learning_on_images (default: "
                              f"<out>/{metric_ex.NET_FILE}; trained here when missing)")
+    parser.add_argument("--width", type=int, default=16,
+                        help="the --width the net was trained with (filters of its first level)")
+    parser.add_argument("--seed", type=int, default=1000,
+                        help="seed of the G3 identities to cluster (the net trains on seed 0)")
     parser.add_argument("--identities", type=int, default=8, help="G3 identities to cluster")
     parser.add_argument("--images-per-identity", type=int, default=6, help="G3 images per identity")
     parser.add_argument("--jitters", type=int, default=100, help="jitter_image draws for the "
@@ -122,7 +126,7 @@ def main(argv=None) -> dict:
 
     net_path = Path(args.net) if args.net else out / metric_ex.NET_FILE
     if net_path.is_file():
-        net = _read_net(net_path)
+        net = _read_net(net_path, args.width)
         print(f"read the metric net from {net_path}")
     else:
         print(f"{net_path} not found: training the metric net first, as "
@@ -131,17 +135,17 @@ def main(argv=None) -> dict:
         targs = argparse.Namespace(quiet=True, quick=args.quick)
         p = argparse.ArgumentParser()
         metric_ex.add_arguments(p)
-        targs = p.parse_args([], namespace=targs)
+        targs = p.parse_args(["--width", str(args.width)], namespace=targs)
         if args.quick:
             metric_ex.quick_settings(targs)
         trained, _, _, _ = metric_ex.train_metric_net(targs, verbose_print=lambda *a: None)
         trained.clean()
         dnnpy.serialize(trained, net_path, format="dlib")
         print(f"saved it to {net_path}")
-        net = _read_net(net_path)
+        net = _read_net(net_path, args.width)
 
     # identities the net has never seen: another seed than its training data
-    faces, truth = make_identities(args.identities, args.images_per_identity, size=32, seed=1000)
+    faces, truth = make_identities(args.identities, args.images_per_identity, size=32, seed=args.seed)
     print(f"{len(faces)} G3 faces of {args.identities} new identities")
     results = report(net, faces, net.loss_details().get_distance_threshold(), args.jitters, out,
                      truth)
@@ -150,9 +154,9 @@ def main(argv=None) -> dict:
     return results
 
 
-def _read_net(path):
+def _read_net(path, width=16):
     """dlib's ``anet_type`` (the affine twin of the training net) read from ``path``."""
-    net = dnnpy.inference_type(metric_ex.make_net_type())()
+    net = dnnpy.inference_type(metric_ex.make_net_type(width=width))()
     dnnpy.deserialize(path, net)
     return net
 

@@ -61,14 +61,15 @@ def res(N, SUBNET):      return relu[residual(N, bn_con, SUBNET)]        # noqa:
 def res_down(N, SUBNET): return relu[residual_down(N, bn_con, SUBNET)]   # noqa: E704
 
 
-def make_net_type(dims=128):
-    """The training net type (``bn_con``); ``dnnpy.inference_type`` of it is dlib's
-    ``anet_type`` pattern (``affine``)."""
+def make_net_type(dims=128, width=16):
+    """The training net type (``bn_con``) with ``width``, 2x and 4x ``width`` filters in its
+    three levels; ``dnnpy.inference_type`` of it is dlib's ``anet_type`` pattern (``affine``)."""
+    w = width
     return loss_metric[fc_no_bias[dims, avg_pool_everything[
-        res_down(64,
-        res(32, res_down(32,
-        res(16,
-        max_pool[3, 3, 2, 2, relu[bn_con[con[16, 3, 3, 1, 1,
+        res_down(4 * w,
+        res(2 * w, res_down(2 * w,
+        res(w,
+        max_pool[3, 3, 2, 2, relu[bn_con[con[w, 3, 3, 1, 1,
         input_rgb_image]]]]))))]]]
 
 
@@ -130,7 +131,7 @@ def train_metric_net(args, verbose_print=print):
                   f"images, {args.size}x{args.size}); {args.held_out} identities held out")
 
     with seeded_initialisation(args.seed):
-        net = make_net_type(args.dims)()
+        net = make_net_type(args.dims, args.width)()
     trainer = dnnpy.dnn_trainer(net, dnnpy.sgd(0.0001, 0.9))
     trainer.set_learning_rate(args.learning_rate)
     trainer.set_iterations_without_progress_threshold(300)
@@ -168,6 +169,7 @@ def add_arguments(parser):
     parser.add_argument("--images-per-identity", type=int, default=12, help="G3 images per identity")
     parser.add_argument("--size", type=int, default=32, help="image size")
     parser.add_argument("--dims", type=int, default=128, help="embedding dimensions (dlib: 128)")
+    parser.add_argument("--width", type=int, default=16, help="filters of the first level")
     parser.add_argument("--seed", type=int, default=0, help="seed of the data and the net")
 
 
