@@ -2,12 +2,14 @@
 (``dnnpy.rand``, dlib::rand's exact stream), ``chinese_whispers`` (clustering.py), imglab XML
 datasets (imglab.py: ``load_image_dataset``, ``image_dataset_metadata``) and detection
 metrics (detection_metrics.py: ``test_object_detection_function``, ``average_precision``)
-``prefetch`` (prefetch.py: training data made in background threads) and generated
-detection/segmentation scenes (scenes.py: ``make_scene``, ``write_scene_dataset``)."""
+``prefetch`` (prefetch.py: training data made in background threads), generated
+detection/segmentation scenes (scenes.py: ``make_scene``, ``write_scene_dataset``) and
+procedural face-like identities (identities.py: ``make_identities``)."""
 
 from . import imglab as image_dataset_metadata   # dlib's namespace: .box, .image, .dataset
 from .clustering import chinese_whispers, chinese_whispers_clustering
 from .detection_metrics import average_precision, test_object_detection_function
+from .identities import identity_parameters, make_identities
 from .imglab import (ImageDatasetError, image_dataset_file, load_image_dataset,
                      load_image_dataset_metadata, save_image_dataset_metadata)
 from .prefetch import prefetch
@@ -19,4 +21,5 @@ __all__ = ["randomize_samples", "dlib_rand", "chinese_whispers", "chinese_whispe
            "image_dataset_metadata", "ImageDatasetError", "image_dataset_file",
            "load_image_dataset", "load_image_dataset_metadata", "save_image_dataset_metadata",
            "average_precision", "test_object_detection_function", "prefetch",
-           "SCENE_KINDS", "scene", "make_scene", "make_scenes", "write_scene_dataset"]
+           "SCENE_KINDS", "scene", "make_scene", "make_scenes", "write_scene_dataset",
+           "make_identities", "identity_parameters"]
