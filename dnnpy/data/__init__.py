@@ -1,7 +1,7 @@
 """dlib's data tools around the nets: ``randomize_samples`` (randomize.py), ``dlib_rand``
 (``dnnpy.rand``, dlib::rand's exact stream), ``chinese_whispers`` (clustering.py), imglab XML
 datasets (imglab.py: ``load_image_dataset``, ``image_dataset_metadata``) and detection
-metrics (detection_metrics.py: ``test_object_detection_function``, ``average_precision``)
+metrics (detection_metrics.py: ``test_object_detection_function``, ``average_precision``),
 ``prefetch`` (prefetch.py: training data made in background threads), generated
 detection/segmentation scenes (scenes.py: ``make_scene``, ``write_scene_dataset``) and
 procedural face-like identities (identities.py: ``make_identities``)."""
