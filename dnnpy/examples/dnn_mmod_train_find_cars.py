@@ -42,7 +42,6 @@ Default run (this machine, shared by several agents, so noisy): testing AP about
 
 from __future__ import annotations
 
-import numpy as np
 
 import dnnpy
 from dnnpy import con, input_rgb_image_pyramid, loss_mmod, relu, test_box_overlap
