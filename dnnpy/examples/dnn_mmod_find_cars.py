@@ -36,14 +36,14 @@ import dnnpy
 from dnnpy.data import make_scene, test_object_detection_function
 from dnnpy.examples import dnn_mmod_train_find_cars as train_ex
 from dnnpy.examples._util import Timer, base_parser, out_dir
-from dnnpy.image import colormap_jet, draw_rectangle, jet, join_rows, resize_image, save_png
-from dnnpy.inputs import input_rgb_image_pyramid, pyramid_down
-from dnnpy.inputs.pyramid import image_to_tiled_pyramid
+from dnnpy.image import (colormap_jet, create_tiled_pyramid, draw_rectangle, image_to_tiled_pyramid, jet,
+                         join_rows, pyramid_down, resize_image, save_png)
+from dnnpy.inputs import input_rgb_image_pyramid
 from dnnpy.layers import affine, con, relu
 from dnnpy.loss import loss_mmod, loss_mmod_
 from dnnpy.rand import dlib_rand
 from dnnpy.serialization import Reader, read_net
-from dnnpy.tensor import resizable_tensor
+from dnnpy.tensor import image_plane, resizable_tensor
 from dnnpy.visitors.maps import input_tensor_to_output_tensor
 
 LOWER, UPPER = -2.5, 0.0       # dlib's jet range for the scores
@@ -86,20 +86,6 @@ def blend(img, colors, alpha=120):
     return (img + ((colors.astype(np.int32) - img) * alpha) // 255).astype(np.uint8)
 
 
-def tensor_to_rgb(data, layer):
-    """The input tensor's first sample back to an RGB image: ``value * 256 + avg`` per channel
-    (the input layer wrote ``(pixel - avg) / 256``); black outside the levels, as dlib's
-    ``create_tiled_pyramid`` leaves it."""
-    t = np.asarray(data.host_read())[0]
-    avg = np.array([layer.avg_red, layer.avg_green, layer.avg_blue], np.float32)[:, None, None]
-    img = np.clip(np.rint(t * 256 + avg), 0, 255).astype(np.uint8).transpose(1, 2, 0).copy()
-    mask = np.zeros(img.shape[:2], bool)
-    for r in data.annotation:
-        mask[r.t:r.b + 1, r.l:r.r + 1] = True
-    img[~mask] = 0
-    return img
-
-
 def scale_points(scale, xs, ys):
     """dlib's ``point(scale * dpoint)``: round half up each coordinate."""
     return np.floor(scale * xs + 0.5).astype(np.int64), np.floor(scale * ys + 0.5).astype(np.int64)
@@ -137,19 +123,27 @@ def run(net, img, truth, out, quiet=False):
     layer = net.input_layer()
     input_tensor = resizable_tensor()
     layer.to_tensor([img], input_tensor)          # dlib: input_layer(net).to_tensor(&img, &img+1, ...)
-    tiled = tensor_to_rgb(input_tensor, layer)    # dlib: create_tiled_pyramid (same levels)
+    # dlib: create_tiled_pyramid<pyramid_type>(img, tiled_img, rects, padding, outer_padding);
+    # its levels are pyramid_down's own resampling, the layer's tensor a bilinear one (as dlib)
+    tiled, rects = create_tiled_pyramid(img, layer.pyramid_type, layer.get_pyramid_padding(),
+                                        layer.get_pyramid_outer_padding())
+    if rects != list(input_tensor.annotation):
+        raise AssertionError("create_tiled_pyramid and the input layer disagree on the layout")
     paths["tiled_pyramid"] = save_png(tiled, out / "cars_tiled_pyramid.png")
 
     net.subnet().forward(input_tensor)            # the output tensor for this image
-    output = np.asarray(net.subnet().get_output().host_read())[0]
-    print(f"Number of channels in final tensor image: {output.shape[0]}")
-    maps = [jet(output[k], UPPER, LOWER) for k in range(output.shape[0])]
+    output = net.subnet().get_output()
+    num_planes = output.k()
+    print(f"Number of channels in final tensor image: {num_planes}")
+    planes = [image_plane(output, 0, k) for k in range(num_planes)]
+    maps = [jet(p, UPPER, LOWER) for p in planes]
     row = maps[0]
     for m in maps[1:]:
         row = join_rows(row, np.pad(m, ((0, 0), (2, 0), (0, 0))))
     paths["score_maps"] = save_png(row, out / "cars_score_maps.png")
-    # dlib: image_plane(output, 0, 0), max_pointwise over the other planes
-    network_output = output.max(axis=0)
+    network_output = planes[0]                    # dlib: max_pointwise over the other planes
+    for p in planes[1:]:
+        network_output = np.maximum(network_output, p)
     scale = img.shape[1] / network_output.shape[1]
     network_output = resize_image(scale, network_output.astype(np.float32))
     paths["network_output"] = save_png(jet(network_output, UPPER, LOWER), out / "cars_network_output.png")
@@ -170,7 +164,7 @@ def run(net, img, truth, out, quiet=False):
     collapsed = np.full((nr, nc), -1e30, np.float32)
     s = 1.0
     while s > 0.2:
-        tx, ty = image_to_tiled_pyramid(layer.pyramid_type, input_tensor.annotation, s, (xs, ys))
+        tx, ty = image_to_tiled_pyramid(layer.pyramid_type, rects, s, (xs, ys))
         ox, oy = input_tensor_to_output_tensor(net, (np.asarray(tx, np.float64), np.asarray(ty, np.float64)))
         vals = lookup(network_output, *scale_points(scale, np.asarray(ox), np.asarray(oy)))
         np.fmax(collapsed, vals, out=collapsed)
@@ -185,10 +179,12 @@ def run(net, img, truth, out, quiet=False):
     return results
 
 
-def road_scene(seed, rows, cols):
-    """A fresh G2 road scene (the training example's kinds and sizes), boxes labelled rear."""
+def road_scene(seed, rows, cols, size=(24, 44), ignore_below=26, noise=6, clutter=0.0):
+    """A fresh G2 road scene (the training example's kinds and scene settings), boxes
+    labelled rear."""
     sc = make_scene(dlib_rand(seed), rows=rows, cols=cols, kinds=train_ex.VEHICLE_KINDS,
-                    num_objects=(3, 5), size=(26, 52), ignore_below=20, noise=12)
+                    num_objects=(3, 5), size=tuple(size), ignore_below=ignore_below, noise=noise,
+                    clutter=clutter)
     for b in sc.boxes:
         b.label = "rear"
     return sc.image, sc.boxes
@@ -222,15 +218,15 @@ def main(argv=None) -> dict:
         if not path.exists():
             print(f"no trained net at {path}: training one first (dnn_mmod_train_find_cars)")
             train_args = argparse.Namespace(**vars(args))
-            train_ex.train(train_args, out, verbose=not args.quiet)
+            results["training"] = train_ex.train(train_args, out, verbose=not args.quiet)
             path = out / train_ex.MODEL_NAME
-            results["trained"] = True
         net, rest = read_mmod_net(path, train_ex.make_net_type(tuple(args.filters), args.num_rcon,
                                                               norm=affine))
         if rest:
             raise ValueError(f"{path}: {rest} bytes after the net (expected a net only)")
         print(f"loaded {path} (bn_con layers read as affine, as dlib's example does)")
-    img, truth = road_scene(args.scene_seed, args.rows, args.cols)
+    img, truth = road_scene(args.scene_seed, args.rows, args.cols, args.size, args.ignore_below,
+                            args.noise, args.clutter)
     save_png(img, out / "cars_scene.png")
     results.update(run(net, img, truth, out, args.quiet))
     results["seconds"] = timer()

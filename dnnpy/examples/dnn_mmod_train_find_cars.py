@@ -65,17 +65,20 @@ def con5d(n, SUBNET): return con[n, 5, 5, 2, 2, SUBNET]                         
 def con5(n, SUBNET): return con[n, 5, 5, 1, 1, SUBNET]                                         # noqa: E704
 
 
-def make_net_type(filters=(16, 16, 24), num_rcon=2, norm=bn_con):
+def make_net_type(filters=(8, 16, 16, 16), num_rcon=1, norm=bn_con):
     """dlib's ``net_type``, scaled: ``loss_mmod<con<1,9,9,1,1, rcon5<...<downsampler<
-    input_rgb_image_pyramid<pyramid_down<6>>>>>>>``. ``norm`` is ``bn_con`` for training and
+    input_rgb_image_pyramid<pyramid_down<6>>>>>>>``, with the widths of the three stride-2
+    convs of the downsampler and of the rcon5 layers as ``filters`` (dlib: 16, 32, 32 and 55)
+    and ``num_rcon`` rcon5 layers (dlib: 3). ``norm`` is ``bn_con`` for training and
     ``affine`` for running (dlib's dnn_mmod_find_cars_ex: an affine layer reads a trained
     bn_con)."""
-    f1, f2, f3 = filters
+    f1, f2, f3, f4 = filters
     x = input_rgb_image_pyramid[pyramid_down(6)]
     x = relu[norm[con5d(f1, x)]]
-    x = relu[norm[con5d(f2, x)]]           # dlib's downsampler has a third: /8 for 70 px windows
+    x = relu[norm[con5d(f2, x)]]
+    x = relu[norm[con5d(f3, x)]]
     for _ in range(num_rcon):
-        x = relu[norm[con5(f3, x)]]
+        x = relu[norm[con5(f4, x)]]
     return loss_mmod[con[1, 9, 9, 1, 1, x]]
 
 
@@ -99,12 +102,13 @@ def ignore_overlapped_boxes(boxes, overlaps) -> int:
     return num_ignored
 
 
-def make_dataset(folder, num_train, num_test, seed, rows=120, cols=160):
+def make_dataset(folder, num_train, num_test, seed, rows=120, cols=160, size=(24, 44),
+                 ignore_below=26, noise=6, clutter=0.0, num_objects=(2, 4)):
     """Write G2 road scenes as ``training.xml`` / ``testing.xml`` + PNGs in ``folder``; returns
     the two XML paths. Every vehicle is labelled ``rear``; the first scene of each set gets one
     box labelled twice (a copy 1 px larger)."""
-    common = dict(rows=rows, cols=cols, kinds=VEHICLE_KINDS, num_objects=(2, 4), size=(14, 52),
-                  ignore_below=20, noise=12)
+    common = dict(rows=rows, cols=cols, kinds=VEHICLE_KINDS, num_objects=num_objects, size=size,
+                  ignore_below=ignore_below, noise=noise, clutter=clutter)
     paths = []
     for name, n, s in (("training.xml", num_train, seed), ("testing.xml", num_test, seed + 1)):
         n_regions = max(1, n // 6)
@@ -135,7 +139,9 @@ def train(args, out, verbose=True) -> dict:
         train_xml, test_xml = f"{args.xml_dir}/training.xml", f"{args.xml_dir}/testing.xml"
     else:
         train_xml, test_xml = make_dataset(out / "cars_dataset", args.num_train, args.num_test,
-                                           args.seed)
+                                           args.seed, size=tuple(args.size),
+                                           ignore_below=args.ignore_below, noise=args.noise,
+                                           clutter=args.clutter)
         print(f"wrote {args.num_train} training and {args.num_test} testing G2 road scenes to "
               f"{out / 'cars_dataset'}")
     images_train, boxes_train = load_image_dataset(train_xml)
@@ -164,8 +170,9 @@ def train(args, out, verbose=True) -> dict:
     net = net_type(dnnpy.loss.loss_mmod_(options))
     net.subnet().layer_details().set_num_filters(len(options.detector_windows))
 
-    trainer = dnnpy.dnn_trainer(net, dnnpy.sgd(0.0001, 0.9))
-    trainer.set_learning_rate(0.1)
+    solver = (dnnpy.adam(0.0001, 0.9, 0.999) if args.solver == "adam" else dnnpy.sgd(0.0001, 0.9))
+    trainer = dnnpy.dnn_trainer(net, solver)
+    trainer.set_learning_rate(args.lr)
     if verbose:
         trainer.be_verbose()
     trainer.set_iterations_without_progress_threshold(args.train_patience)
@@ -237,19 +244,29 @@ def add_training_arguments(parser):
                              "layout) instead of generated G2 road scenes")
     parser.add_argument("--num-train", type=int, default=12, help="generated training scenes")
     parser.add_argument("--num-test", type=int, default=4, help="generated testing scenes")
+    parser.add_argument("--size", type=int, nargs=2, default=[24, 44],
+                        help="range of the vehicles' sizes (square root of the box area, pixels)")
+    parser.add_argument("--ignore-below", type=int, default=26,
+                        help="vehicles smaller than this get an ignore box")
+    parser.add_argument("--noise", type=float, default=6, help="pixel noise of the scenes")
+    parser.add_argument("--clutter", type=float, default=0.0,
+                        help="background colourfulness of the scenes (0 = plain grey)")
+    parser.add_argument("--solver", choices=("sgd", "adam"), default="sgd",
+                        help="sgd(0.0001, 0.9) as dlib, or adam(0.0001, 0.9, 0.999)")
+    parser.add_argument("--lr", type=float, default=0.1, help="initial learning rate (dlib: 0.1)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the scenes, crops and weights")
-    parser.add_argument("--steps", type=int, default=150,
+    parser.add_argument("--steps", type=int, default=250,
                         help="most training steps (dlib: until the learning rate falls below 1e-4)")
     parser.add_argument("--batch", type=int, default=16, help="crops per step (dlib: 87)")
-    parser.add_argument("--chip", type=int, default=100, help="crop size (dlib: 350)")
-    parser.add_argument("--target", type=int, default=40,
+    parser.add_argument("--chip", type=int, default=64, help="crop size (dlib: 350)")
+    parser.add_argument("--target", type=int, default=32,
                         help="mmod_options target window size (dlib: 70)")
-    parser.add_argument("--min-target", type=int, default=20,
+    parser.add_argument("--min-target", type=int, default=16,
                         help="mmod_options min target size (dlib: 30)")
-    parser.add_argument("--filters", type=int, nargs=3, default=[16, 16, 24],
-                        help="widths of the two downsampler convs and of the rcon5 layers "
+    parser.add_argument("--filters", type=int, nargs=4, default=[8, 16, 16, 16],
+                        help="widths of the three downsampler convs and of the rcon5 layers "
                              "(dlib: 16, 32, 32 and 55)")
-    parser.add_argument("--num-rcon", type=int, default=2, help="rcon5 layers (dlib: 3)")
+    parser.add_argument("--num-rcon", type=int, default=1, help="rcon5 layers (dlib: 3)")
     parser.add_argument("--train-patience", type=int, default=300,
                         help="iterations_without_progress_threshold (dlib: 50000)")
     parser.add_argument("--test-patience", type=int, default=4,
@@ -260,8 +277,8 @@ def add_training_arguments(parser):
 
 def quick_settings(args):
     args.num_train, args.num_test = min(args.num_train, 3), min(args.num_test, 2)
-    args.steps, args.batch, args.chip = 3, 4, 80
-    args.filters, args.num_rcon = [4, 4, 4], 1
+    args.steps, args.batch, args.chip = 3, 4, 64
+    args.filters, args.num_rcon = [4, 4, 4, 4], 1
     args.no_upsample = True
 
 
