@@ -219,3 +219,18 @@ def test_maps_error_names_the_layer():
     net = fc[3, dnnpy.input[np.float32]]()
     with pytest.raises(TypeError, match="fc_"):
         input_tensor_to_output_tensor(net, (1.0, 1.0))
+
+
+def test_point_maps_take_arrays():
+    """point_down / point_up / image_to_tiled_pyramid map arrays of points as the scalar
+    calls do, point by point (dnn_mmod_find_cars maps every pixel at once)."""
+    from dnnpy.inputs.pyramid import image_to_tiled_pyramid
+    xs, ys = np.array([0.0, 3.5, 17.0]), np.array([2.0, 9.25, 30.0])
+    rects, _, _ = compute_tiled_image_pyramid_details(pyramid_down(6), 40, 50, 10, 11)
+    for n in (2, 3, 6):
+        pyr = pyramid_down(n)
+        for f in (lambda p: pyr.point_down(p, 2), lambda p: pyr.point_up(p, 3),
+                  lambda p: image_to_tiled_pyramid(pyr, rects, 0.6, p)):
+            ax, ay = f((xs, ys))
+            one = [f((float(a), float(b))) for a, b in zip(xs, ys)]
+            assert ax.tolist() == [q[0] for q in one] and ay.tolist() == [q[1] for q in one]

@@ -63,15 +63,16 @@ class _pyramid_down_n:
         return (x * ratio + 0.3, y * ratio + 0.3)
 
     def point_down(self, p, levels=1):
-        """Where point ``p`` of a level lands ``levels`` levels further down."""
-        p = (float(p[0]), float(p[1]))
+        """Where point ``p`` of a level lands ``levels`` levels further down. ``p``'s ``x``
+        and ``y`` may be arrays (many points at once, float64)."""
+        p = _coords(p)
         for _ in range(int(levels)):
             p = self._down1(p)
         return p
 
     def point_up(self, p, levels=1):
-        """Inverse of ``point_down``."""
-        p = (float(p[0]), float(p[1]))
+        """Inverse of ``point_down`` (arrays too)."""
+        p = _coords(p)
         for _ in range(int(levels)):
             p = self._up1(p)
         return p
@@ -166,6 +167,13 @@ class _pyramid_down_n:
 
     def __repr__(self):
         return f"pyramid_down[{self.N}]"
+
+
+def _coords(p):
+    """``(x, y)`` as floats, or as float64 arrays when either is an array."""
+    if np.ndim(p[0]) or np.ndim(p[1]):
+        return (np.asarray(p[0], np.float64), np.asarray(p[1], np.float64))
+    return (float(p[0]), float(p[1]))
 
 
 def _cdiv(a, b):
