@@ -40,7 +40,7 @@ from dnnpy.image import (colormap_jet, create_tiled_pyramid, draw_rectangle, ima
                          join_rows, pyramid_down, resize_image, save_png)
 from dnnpy.inputs import input_rgb_image_pyramid
 from dnnpy.layers import affine, con, relu
-from dnnpy.loss import loss_mmod, loss_mmod_
+from dnnpy.loss import loss_mmod
 from dnnpy.rand import dlib_rand
 from dnnpy.serialization import Reader, read_net
 from dnnpy.tensor import image_plane, resizable_tensor
@@ -61,19 +61,12 @@ def dlib_net_type():
 
 
 def read_mmod_net(path, net_type):
-    """dlib's ``deserialize(path) >> net`` for an MMOD net whose last con has one filter per
-    detector window (dlib's ``set_num_filters(options.detector_windows.size())``). dlib takes
-    the count from the file; dnnpy's con refuses a count other than the net's, so the loss
-    layer (first in the file: the add_loss_layer version, then loss_mmod_) is read first to
-    learn the window count. Bytes after the net (dlib's shape_predictor) are left unread."""
+    """dlib's ``deserialize(path) >> net``: ``(net, number of bytes left after it)``. As in
+    dlib, the last con takes its filter count (one per detector window) from the file, and
+    the bytes after the net (dlib's shape_predictor) are left unread."""
     with open(path, "rb") as f:
         data = f.read()
-    head = Reader(data)
-    head.int("add_loss_layer version")
-    loss = loss_mmod_()
-    loss.deserialize(head)
     net = net_type()
-    net.subnet().layer_details().set_num_filters(len(loss.options.detector_windows))
     r = Reader(data)
     read_net(r, net)
     return net, len(data) - r.pos
