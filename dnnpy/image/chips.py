@@ -16,7 +16,7 @@ import numpy as np
 
 from ..geometry import (OBJECT_PART_NOT_PRESENT, _rect_base, centered_drect, dcenter, drectangle,
                         full_object_detection, get_rect, grow_rect, lround, rectangle, translate_rect)
-from ..inputs.pyramid import pyramid_down
+from .pyramid import pyramid_down
 from .transforms import (find_affine_transform, find_similarity_transform, interpolate_bilinear,
                          interpolate_nearest_neighbor, rotate_point, transform_image)
 
