@@ -1,9 +1,10 @@
 """dlib's image tools around the nets (issue 13): numpy images (``HxW`` or ``HxWx3`` uint8,
 RGB), dlib's names and dlib's geometry types (``dnnpy.geometry``). One module per concept:
 ``io`` (image files), ``draw`` (drawing, tiling, colour maps), ``transforms`` (point
-transforms and interpolation), ``chips`` (chip extraction), ``colors`` (colour jitter),
-``resize`` (``resize_image``), ``pyramid`` (``pyramid_down``, tiled pyramids),
-``geometry`` (flips, rotation, letterboxing, upsampling), ``jitter``
+transforms and interpolation; ``matrix_la``, dlib's own SVD and pinv behind them),
+``chips`` (chip extraction), ``colors`` (colour jitter), ``resize`` (``resize_image``),
+``pyramid`` (``pyramid_down``, tiled pyramids), ``geometry`` (flips, rotation, letterboxing,
+upsampling), ``jitter``
 (``jitter_image``), ``random_cropper`` (random training crops with their boxes)."""
 
 from . import chips as _chips, colors as _colors, draw as _draw, geometry as _geometry, io as _io

@@ -13,7 +13,7 @@ import numpy as np
 from ..geometry import _rect_base, center, dcenter, lround, mmod_rect, rectangle
 from .pyramid import pyramid_down
 from .resize import _check_image, _resize_into
-from .transforms import (interpolate_quadratic, inv, point_transform_affine,
+from .transforms import (find_affine_transform, interpolate_quadratic, inv, point_transform_affine,
                          rectangle_transform, rotation_matrix, transform_image)
 
 __all__ = ["flip_image_left_right", "flip_image_up_down", "flip_rect_left_right",
@@ -32,10 +32,12 @@ def _corners(nr, nc):  # tl, tr, bl, br of the image's rectangle
 def flip_image_left_right(img):
     """dlib's ``flip_image_left_right``: ``(flipped, tform)``, a new image mirrored left to
     right and the ``point_transform_affine`` from the input's coordinates to the flipped
-    image's: ``x -> (cols - 1) - x``, exactly. (dlib fits it with ``find_affine_transform``
-    over the 4 corners, so its map carries last-bit noise from its SVD; see docs/data.md.)"""
+    image's, ``x -> (cols - 1) - x`` as dlib computes it: fitted by ``find_affine_transform``
+    over the 4 corners, so it carries dlib's last-bit noise (e.g. ``m[0][0]`` is
+    ``-0.99999999999999956`` for a 7-wide image) and equals dlib's map bit for bit."""
     img = _check_image(img, "flip_image_left_right")
-    return img[:, ::-1].copy(), point_transform_affine([[-1, 0], [0, 1]], [img.shape[1] - 1, 0])
+    tl, tr, bl, br = _corners(*img.shape[:2])
+    return img[:, ::-1].copy(), find_affine_transform([tl, bl, tr, br], [tr, br, tl, bl])
 
 
 def flip_image_up_down(img):
