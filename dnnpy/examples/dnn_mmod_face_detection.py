@@ -23,8 +23,8 @@ detector from the installed ``face_recognition_models`` package (``dnnpy.models`
 images (``dnnpy.image.load_image``), upsampled to ``--min-pixels`` (dlib's 1800x1800 then), and
 writes each with its detections drawn.
 
-The default run takes a few seconds once the detector is trained; its AP is that of the
-dnn_mmod detector (see dnn_mmod's status).
+Measured (default run, after dnn_mmod's default run): precision / recall / AP 1 / 0.923 /
+0.923 on the 4 scenes (AP 0.90 on 8, ``--scenes 8``), 1.8 s of CPU, 3 s wall.
 """
 
 from __future__ import annotations
