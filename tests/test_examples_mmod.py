@@ -1,5 +1,10 @@
 """dlib's MMOD examples (dnn_mmod, dnn_mmod_face_detection, random_cropper) in --quick mode:
-each runs every step, writes its files, and the files load back."""
+each runs every step, writes its files, and the files load back. One quick
+dnn_mmod_face_detection run (which trains dnn_mmod --quick first, its detector file being
+missing) is shared by the module's tests."""
+
+import contextlib
+import io
 
 import numpy as np
 import pytest
@@ -14,9 +19,19 @@ def _in_unit(values):
     return all(0.0 <= v <= 1.0 for v in values)
 
 
-def test_dnn_mmod_quick(tmp_path, capsys):
-    r = dnn_mmod.main(["--quick", "--quiet", "--out", str(tmp_path)])
-    text = capsys.readouterr().out
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("mmod")
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        r = dnn_mmod_face_detection.main(["--quick", "--quiet", "--out", str(out)])
+    return out, r, text.getvalue()
+
+
+def test_dnn_mmod_quick(quick_run):
+    _, fd, text = quick_run
+    r = fd["training_run"]
+    assert r is not None
     assert "training results: " in text and "testing results:  " in text
     assert "detector window width by height: 24 x 24" in text
     assert r["steps"] == 4
@@ -29,23 +44,25 @@ def test_dnn_mmod_quick(tmp_path, capsys):
     # the saved net (dlib's format) loads into the same net type and detects the same boxes
     net = dnnpy.deserialize(r["net_path"], dnn_mmod.net_type())
     assert len(net.loss_details().get_options().detector_windows) == 1
-    test_images, _ = load_image_dataset(r["test_xml"])
+    test_images, test_boxes = load_image_dataset(r["test_xml"])
     assert net(test_images) == dnn_mmod_face_detection.load_detector(r["net_path"])(test_images)
     png = load_image(r["png_path"])
     assert png.shape == (120, 160, 3)            # tile_images of the one testing scene
+    assert len(test_boxes[0]) >= 2 and (png != test_images[0]).any()     # boxes were drawn
 
 
-def test_dnn_mmod_face_detection_quick_trains_when_missing(tmp_path, capsys):
-    r = dnn_mmod_face_detection.main(["--quick", "--quiet", "--out", str(tmp_path)])
-    text = capsys.readouterr().out
+def test_dnn_mmod_face_detection_quick_trains_when_missing(quick_run):
+    out, r, text = quick_run
     assert r["trained_here"] and "training one first with dnn_mmod --quick" in text
-    assert r["model"].exists() and _in_unit([r["precision"], r["recall"], r["ap"]])
+    assert r["model"] == out / dnn_mmod.NET_FILE and r["model"].exists()
+    assert _in_unit([r["precision"], r["recall"], r["ap"]])
     assert r["upsamplings"] == [1, 1]            # 160x120 -> about 320x240 >= 240*240 pixels
     up = pyramid_up(np.zeros((120, 160, 3), np.uint8)).shape      # dlib's sizes: 241x321
     assert load_image(r["png_path"]).shape == (up[0], 2 * up[1], 3)
-    # the second run finds the file and does not train
-    r2 = dnn_mmod_face_detection.main(["--quick", "--quiet", "--out", str(tmp_path)])
-    assert not r2["trained_here"] and r2["ap"] == r["ap"]
+    # a second run finds the file and does not train
+    with contextlib.redirect_stdout(io.StringIO()):
+        r2 = dnn_mmod_face_detection.main(["--quick", "--quiet", "--out", str(out)])
+    assert not r2["trained_here"] and r2["training_run"] is None and r2["ap"] == r["ap"]
 
 
 def test_dnn_mmod_face_detection_on_files(tmp_path):

@@ -90,6 +90,8 @@ def run_on_files(net, files, min_pixels, out):
 
 
 def main(argv=None) -> dict:
+    """Runs the example; returns its metrics and written paths (``training_run``: the result
+    of ``dnn_mmod.main`` when the detector was trained first, else None)."""
     parser = base_parser(" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--model", metavar="FILE", default=None,
                         help="the detector (default: <out>/mmod_network.dat from dnn_mmod, or, "
@@ -121,14 +123,14 @@ def main(argv=None) -> dict:
 
     min_pixels = 240 * 240 if args.min_pixels is None else args.min_pixels
     model = Path(args.model) if args.model else out / dnn_mmod.NET_FILE
-    trained_here = False
+    training_run = None
     if not model.exists():
         if args.model:
             raise FileNotFoundError(f"dnn_mmod_face_detection: no detector file {model}")
         print(f"no detector at {model}: training one first with dnn_mmod"
               f"{' --quick' if args.quick else ''}")
-        dnn_mmod.main(["--out", os.fspath(out), "--quiet"] + (["--quick"] if args.quick else []))
-        trained_here = True
+        training_run = dnn_mmod.main(["--out", os.fspath(out), "--quiet"]
+                                     + (["--quick"] if args.quick else []))
     net = load_detector(model)
     print(f"detector: {model}")
 
@@ -149,7 +151,8 @@ def main(argv=None) -> dict:
     print(f"wrote the upsampled scenes with detections (red) and truth (green) to {png_path}")
     print(f"done in {timer():.1f} s")
     return {"precision": p, "recall": r, "ap": ap, "png_path": png_path, "model": model,
-            "trained_here": trained_here, "upsamplings": ups}
+            "trained_here": training_run is not None, "training_run": training_run,
+            "upsamplings": ups}
 
 
 if __name__ == "__main__":
