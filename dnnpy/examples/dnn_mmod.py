@@ -40,9 +40,9 @@ detections (red) and truth (green). ``--faces DIR`` runs on dlib's ``examples/fa
 (training.xml, testing.xml) with dlib's sizes instead (slow: dlib's settings train for hours).
 
 Measured (default run, seeded): testing precision / recall / AP 0.96 / 0.96 / 0.952 (target:
-AP >= 0.9), training 1 / 0.846 / 0.846, upsampled testing AP 0.96; 44 s of CPU, 47 s wall on a
-shared 2-core machine (load ~4; oneDNN's OpenMP threads spin under contention; the same run
-with OMP_NUM_THREADS=1 took ~30 s of CPU). Other seeds and clutter 0.3 gave testing AP
+AP >= 0.9), training 1 / 0.846 / 0.846, upsampled testing AP 0.96 (the same on every run);
+23 s of CPU, 15 s wall on the shared 2-core machine at a quiet moment, 44 s CPU / 47 s wall at
+load ~4 (oneDNN's OpenMP threads spin under contention). Other seeds and clutter 0.3 gave testing AP
 0.905-1.0 after 150 steps (0.977-1.0 after 100).
 """
 
