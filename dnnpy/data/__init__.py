@@ -2,7 +2,8 @@
 (``dnnpy.rand``, dlib::rand's exact stream), ``chinese_whispers`` (clustering.py), imglab XML
 datasets (imglab.py: ``load_image_dataset``, ``image_dataset_metadata``) and detection
 metrics (detection_metrics.py: ``test_object_detection_function``, ``average_precision``)
-and ``prefetch`` (prefetch.py: training data made in background threads)."""
+``prefetch`` (prefetch.py: training data made in background threads) and generated
+detection/segmentation scenes (scenes.py: ``make_scene``, ``write_scene_dataset``)."""
 
 from . import imglab as image_dataset_metadata   # dlib's namespace: .box, .image, .dataset
 from .clustering import chinese_whispers, chinese_whispers_clustering
@@ -12,8 +13,10 @@ from .imglab import (ImageDatasetError, image_dataset_file, load_image_dataset,
 from .prefetch import prefetch
 from ..rand import dlib_rand
 from .randomize import randomize_samples
+from .scenes import SCENE_KINDS, make_scene, make_scenes, scene, write_scene_dataset
 
 __all__ = ["randomize_samples", "dlib_rand", "chinese_whispers", "chinese_whispers_clustering",
            "image_dataset_metadata", "ImageDatasetError", "image_dataset_file",
            "load_image_dataset", "load_image_dataset_metadata", "save_image_dataset_metadata",
-           "average_precision", "test_object_detection_function", "prefetch"]
+           "average_precision", "test_object_detection_function", "prefetch",
+           "SCENE_KINDS", "scene", "make_scene", "make_scenes", "write_scene_dataset"]
