@@ -48,3 +48,9 @@ def test_custom_tags_in_resize_and_concat_and_skip():
     tagged = layer(skip_net, ctag1).get_output().numpy()
     assert (tagged < 0).any()
     np.testing.assert_array_equal(y, np.concatenate([tagged, tagged], axis=1))
+
+
+def test_inference_type_through_concat():
+    # concat2's template makes its layer with a factory function, not a class (was a TypeError)
+    net_type = concat2[ctag1, ctag1_, ctag1_[dnnpy.bn_con[ctag1[con[2, 1, 1, 1, 1, input_rgb_image]]]]]
+    assert repr(dnnpy.inference_type(net_type)).startswith("concat2[test_ctag1, test_ctag1_, test_ctag1_[affine[")
