@@ -34,7 +34,7 @@ from .parsing import net_type_from_string
 from .templates import (NetType, SUBNET, layer_template, loss_template, repeat, skip_template,
                         skip_templates, tag_template, tag_templates)
 from .tensor import (StaleTensorError, alias_tensor, default_dtype, have_same_dimensions,
-                     read_only_view, resizable_tensor, tensor)
+                     image_plane, read_only_view, resizable_tensor, tensor)
 from .tensor_tools import backend_info, force_cpu, force_numpy, get_num_threads, set_num_threads, use_cuda
 from .testing import layer_test_results, test_layer
 from .testing_loss import loss_test_results, test_loss
@@ -53,7 +53,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "tensor", "resizable_tensor", "alias_tensor", "read_only_view", "StaleTensorError",
-    "have_same_dimensions", "tensor_tools", "net_layers", "computational_nodes",
+    "have_same_dimensions", "image_plane", "tensor_tools", "net_layers", "computational_nodes",
     "add_layer", "add_loss_layer", "add_tag_layer", "add_skip_layer", "repeat_layer", "layer",
     "input_layer", "repeat", "SUBNET", "NetType", "net_type_from_string", "layer_template",
     "loss_template", "tag_template", "skip_template",

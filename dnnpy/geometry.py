@@ -123,12 +123,22 @@ class _rect_base:
 class rectangle(_rect_base):
     """dlib's ``rectangle``: integer corners, ``width() == right - left + 1``.
 
-    ``rectangle(l, t, r, b)``; ``rectangle()`` is empty; ``rectangle.from_size(w, h)`` is dlib's
-    ``rectangle(w, h)`` = ``(0, 0, w-1, h-1)``; ``rectangle.from_points(p1, p2)`` the bounding box
-    of two points. Converting a ``drectangle`` rounds each corner with ``lround``.
+    ``rectangle(l, t, r, b)``; ``rectangle()`` is empty; ``rectangle(w, h)`` (two numbers) and
+    ``rectangle.from_size(w, h)`` are dlib's ``rectangle(w, h)`` = ``(0, 0, w-1, h-1)``;
+    ``rectangle.from_points(p1, p2)`` the bounding box of two points. Converting a
+    ``drectangle`` rounds each corner with ``lround``.
     """
 
     __slots__ = ()
+
+    def __init__(self, l=0, t=0, r=None, b=None):
+        if r is None and b is None:      # rectangle(), or dlib's rectangle(width, height)
+            super().__init__(0, 0, int(l) - 1, int(t) - 1)
+        elif r is None or b is None:
+            raise TypeError(f"rectangle: give (l, t, r, b) or (width, height), got l={l}, t={t}, "
+                            f"r={r}, b={b}")
+        else:
+            super().__init__(l, t, r, b)
     _num = int
 
     @classmethod

@@ -29,7 +29,7 @@ import threading
 import numpy as np
 
 __all__ = ["tensor", "resizable_tensor", "alias_tensor", "read_only_view", "StaleTensorError",
-           "have_same_dimensions", "default_dtype"]
+           "have_same_dimensions", "default_dtype", "image_plane"]
 
 _local = threading.local()
 
@@ -531,3 +531,18 @@ class alias_tensor:
 
 def have_same_dimensions(a: tensor, b: tensor) -> bool:
     return a.shape == b.shape
+
+
+def image_plane(t, sample=0, k=0) -> np.ndarray:
+    """dlib's ``image_plane(t, sample, k)``: channel ``k`` of sample ``sample`` of a tensor (or
+    an NCHW numpy array) as a new ``nr x nc`` array (a copy: later passes of a net never change
+    it). dlib's ``max_pointwise`` of such planes is ``np.maximum``."""
+    a = t.host_read() if isinstance(t, tensor) else np.asarray(t)
+    if a.ndim != 4:
+        raise ValueError(f"image_plane: expected a tensor or an NCHW array, got shape {a.shape}")
+    n, kk = a.shape[:2]
+    for name, v, top in (("sample", sample, n), ("k", k, kk)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 0 <= v < top:
+            raise ValueError(f"image_plane: {name}={v!r} is out of range for a tensor of shape "
+                             f"{tuple(a.shape)} (need 0 <= {name} < {top})")
+    return np.array(a[sample, k])

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from dnnpy.geometry import mmod_rect, rectangle
-from dnnpy.image import (add_image_left_right_flips, flip_image_dataset_left_right, flip_image_left_right,
-                         flip_image_up_down, flip_rect_left_right, interpolate_bilinear, inv, letterbox_image,
-                         point_transform_affine, pyramid_up, resize_image, rotate_image, upsample_image_dataset)
+from dnnpy.image import (add_image_left_right_flips, find_affine_transform, flip_image_dataset_left_right,
+                         flip_image_left_right, flip_image_up_down, flip_rect_left_right, interpolate_bilinear,
+                         letterbox_image, point_transform_affine, pyramid_up, resize_image, rotate_image, upsample_image_dataset)
 from dnnpy.inputs import pyramid_down
 
 try:
@@ -162,12 +162,30 @@ def test_pyramid_up_and_upsample_dataset_match_dlib():
     assert imgs[0].shape == (20, 30) and objs[0] == [rectangle(1, 2, 3, 4)]
 
 
+def test_find_affine_transform_bit_for_bit():
+    """find_affine_transform (dlib's SVD-based pinv, matrix_la) equals dlib's C++ to the bit,
+    for 3 pairs (P square) and 5 pairs (P wide: pinv of its transpose)."""
+    f, t = [(1.5, 2.25), (40.1, 3.7), (7.3, 55.9)], [(0, 0), (31, 0.5), (2, 29)]
+    assert find_affine_transform(f, t) == point_transform_affine(
+        [[0.80497750281214886, -0.049745936930297441], [-0.0073818897637795144, 0.54133858267716584]],
+        [-1.0955378961250533, -1.2069389763779523])
+    f, t = f + [(20, 20), (-3, 8)], t + [(15.5, 13), (-2, 5)]
+    assert find_affine_transform(f, t) == point_transform_affine(
+        [[0.7856216601098065, -0.060187065987061979], [-0.013648493233623563, 0.53487559953236452]],
+        [0.027068095540253578, 0.068172617222572729])
+
+
 def test_flips_match_dlib():
     img = _rgb(5, 7)
     out, t = flip_image_left_right(img)
     np.testing.assert_array_equal(out, img[:, ::-1])
-    assert t == point_transform_affine([[-1, 0], [0, 1]], [6, 0]) and t((2, 3)) == (4, 3)
-    assert inv(t) == t
+    # dlib fits the map over the 4 corners with its own SVD: its last-bit noise, bit for bit
+    assert t == point_transform_affine([[-0.99999999999999956, -5.5511151231257827e-16],
+                                        [4.4408920985006262e-16, 0.99999999999999956]],
+                                       [5.9999999999999973, -4.4408920985006262e-16])
+    assert flip_image_left_right(np.zeros((17, 2), np.uint8))[1] == point_transform_affine(
+        [[-1.0000000000000004, -6.9388939039072284e-18], [-4.4408920985006262e-15, 1]], [1.0000000000000002, 0])
+    assert flip_image_left_right(np.zeros((1, 1), np.uint8))[1] == point_transform_affine([[0, 0], [0, 0]])
     np.testing.assert_array_equal(flip_image_up_down(img), img[::-1])
     assert flip_rect_left_right(rectangle(3, 4, 10, 12), rectangle(0, 0, 29, 19)) == rectangle(19, 4, 26, 12)
 
@@ -187,9 +205,9 @@ def test_flips_match_dlib():
     assert [o.rect for o in objs[0]] == [rectangle(3, 4, 10, 12), rectangle(0, 0, 29, 19), rectangle(-5, 2, 7, 30)]
     assert [o.rect for o in objs[2]] == [rectangle(19, 4, 26, 12), rectangle(0, 0, 29, 19), rectangle(22, 2, 34, 30)]
     assert objs[2][1].ignore and objs[3][0].label == "x"
-    # dlib gives (5, 2, 8, 5) and (2, 0, 6, 1) here: its SVD-fitted flip map is a few ulps off
-    # -1 and its boxes' half-pixel centres round down; the exact map keeps the rows
-    assert [o.rect for o in objs[3]] == [rectangle(5, 3, 8, 6), rectangle(2, 1, 6, 2)]
+    # as dlib: its SVD-fitted flip map is a few ulps off -1, so half-pixel box centres round
+    # down (an exact map would give (5, 3, 8, 6) and (2, 1, 6, 2))
+    assert [o.rect for o in objs[3]] == [rectangle(5, 2, 8, 5), rectangle(2, 0, 6, 1)]
     with pytest.raises(ValueError, match="add_image_left_right_flips"):
         add_image_left_right_flips([img], [])
     with pytest.raises(TypeError, match="rectangle or mmod_rect"):

@@ -192,5 +192,3 @@ def test_load_image_dataset_errors(tmp_path):
     seen = []
     images, _ = load_image_dataset(xml, loader=lambda p: seen.append(p) or np.zeros((2, 2)))
     assert seen[1] == os.path.join(str(tmp_path), "sub/b.png") and len(images) == 3
-    with pytest.raises(NotImplementedError, match="shrink"):
-        load_image_dataset(image_dataset_file(xml).shrink_big_images(10), loader=lambda p: 0)

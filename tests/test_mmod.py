@@ -27,6 +27,10 @@ def test_rectangle_basics():
     assert center(r) == (7, 5) and center(rectangle(-3, -3, -2, -2)) == (-2, -2)  # dlib's rounding
     assert rectangle._coerce(drectangle(0.5, -0.5, 2.5, 1.49)) == rectangle(1, -1, 3, 1)  # lround
     assert rectangle.from_size(4, 3) == rectangle(0, 0, 3, 2)
+    # dlib's rectangle(width, height), not an empty rectangle at the point (4, 3)
+    assert rectangle(4, 3) == rectangle(0, 0, 3, 2) and rectangle(0, 0).is_empty()
+    with pytest.raises(TypeError, match="width, height"):
+        rectangle(1, 2, 3)
     assert drectangle(0, 0, 1.5, 1).width() == 2.5
 
 

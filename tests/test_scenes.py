@@ -88,6 +88,13 @@ def test_objects_stand_out_from_the_background():
         assert diff > 40, diff
 
 
+def test_clutter_zero_is_a_plain_grey_background():
+    sc = make_scene(2, num_objects=0, noise=0, clutter=0)
+    assert (sc.image == 120).all() and not sc.boxes
+    bold = make_scene(2, num_objects=0, noise=0, clutter=2).image.astype(float)
+    assert bold.std() > 1.5 * make_scene(2, num_objects=0, noise=0).image.astype(float).std()
+
+
 def test_dataset_round_trip(tmp_path, scenes):
     path = write_scene_dataset(tmp_path / "data", scenes[:3], "testing.xml")
     assert path.name == "testing.xml" and (tmp_path / "data" / "testing_000.png").is_file()
@@ -106,6 +113,7 @@ def test_dataset_round_trip(tmp_path, scenes):
     (dict(size=(30, 20)), "min <= max"),
     (dict(num_objects=-1), "num_objects"),
     (dict(noise=-1), "noise"),
+    (dict(clutter=-1), "clutter"),
 ])
 def test_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):

@@ -35,11 +35,12 @@ import numpy as np
 
 from ..geometry import ignored_mmod_rect, mmod_rect, rectangle
 from ..image.io import load_image
+from ..image.pyramid import pyramid_down
 from ..atomic import atomic_write
 
 __all__ = ["box", "image", "dataset", "ImageDatasetError", "load_image_dataset_metadata",
            "save_image_dataset_metadata", "image_dataset_file", "image_dataset_boxes",
-           "load_image_dataset", "default_loader", "UNKNOWN", "MALE", "FEMALE"]
+           "load_image_dataset", "default_loader", "shrink_big_image", "UNKNOWN", "MALE", "FEMALE"]
 
 # dlib's gender_t, as the strings its XML uses
 UNKNOWN, MALE, FEMALE = "unknown", "male", "female"
@@ -378,8 +379,8 @@ class image_dataset_file:
     returning a modified copy: ``boxes_match_label(label)`` (keep only boxes with one of the
     labels given so far; none given = all), ``skip_empty_images()`` (drop images left without a
     non-ignored box), ``boxes_have_parts()`` (keep only boxes with parts) and
-    ``shrink_big_images(thresh=150*150)`` (pyramid_down big images: not available yet, see
-    ``load_image_dataset``)."""
+    ``shrink_big_images(thresh=150*150)`` (shrink images whose smallest box is bigger, see
+    ``shrink_big_image``)."""
 
     def __init__(self, filename):
         self._filename = os.fspath(filename)
@@ -454,11 +455,34 @@ def image_dataset_boxes(meta, source=None):
     return out
 
 
-def _needs_shrinking(rects, thresh):
-    """Whether dlib's shrink_big_images loop would pyramid_down this image."""
+def shrink_big_image(img, rects, box_area_thresh):
+    """dlib's ``shrink_big_images`` step of ``load_image_dataset`` for one image: while the
+    smallest non-ignored box would still be above ``box_area_thresh`` after a 2:1 step, apply
+    ``pyramid_down(2)`` to the image; then the same with 3:2 steps (``pyramid_down(3)``). Every
+    step maps each box (ignored ones too) with the pyramid's ``rect_down``, rounded to a
+    ``rectangle`` as dlib's assignment does; the running "smallest area" is scaled by
+    ``1/4`` or ``4/9`` per step, not recomputed from the rounded boxes (as dlib).
+
+    Returns ``(img, rects)``: the (possibly) shrunk image and new ``mmod_rect``s (copies).
+    Without a non-ignored box nothing is shrunk (dlib loops forever there)."""
     areas = [r.rect.area() for r in rects if not r.ignore]
-    smallest = min(areas) if areas else math.inf
-    return bool(rects) and (smallest / 2 / 2 > thresh or smallest * (2 / 3) * (2 / 3) > thresh)
+    if not areas:
+        return img, list(rects)
+    smallest = float(min(areas))
+    rects = [mmod_rect(r.rect, r.detection_confidence, r.ignore, r.label) for r in rects]
+    pyr = pyramid_down(2)
+    while smallest / 2 / 2 > box_area_thresh:
+        img = pyr(img)
+        smallest *= (1.0 / 2.0) * (1.0 / 2.0)
+        for r in rects:
+            r.rect = rectangle._coerce(pyr.rect_down(r.rect))
+    pyr = pyramid_down(3)
+    while smallest * (2.0 / 3.0) * (2.0 / 3.0) > box_area_thresh:
+        img = pyr(img)
+        smallest *= (2.0 / 3.0) * (2.0 / 3.0)
+        for r in rects:
+            r.rect = rectangle._coerce(pyr.rect_down(r.rect))
+    return img, rects
 
 
 def default_loader(path):
@@ -476,8 +500,8 @@ def load_image_dataset(source, loader=None):
     and read with ``loader(path) -> numpy array`` (default ``default_loader``:
     ``dnnpy.image.load_image``, RGB). A missing
     or unreadable image raises ``ImageDatasetError`` naming the image file and the XML.
-    ``shrink_big_images`` is accepted, but an image that would need shrinking raises
-    ``NotImplementedError`` (image pyramid_down is not in dnnpy yet)."""
+    Under ``shrink_big_images(thresh)`` each image with boxes goes through
+    ``shrink_big_image`` (dlib's pyramid_down<2> then pyramid_down<3> steps, boxes mapped)."""
     source = _as_source(source)
     xml_path = source.get_filename()
     meta = load_image_dataset_metadata(xml_path)
@@ -496,10 +520,8 @@ def load_image_dataset(source, loader=None):
             raise ImageDatasetError(xml_path, None, f"<image file='{im.filename}'>",
                                     f"cannot read the image {path}: {e}{hint}") from e
         img = np.asarray(img)
-        if _needs_shrinking(rects, source.box_area_thresh()):
-            raise NotImplementedError(f"load_image_dataset: {path} has boxes above the "
-                                      f"shrink_big_images threshold; shrinking images needs "
-                                      f"pyramid_down on images, which dnnpy does not have yet")
+        if rects and source.box_area_thresh() < math.inf:
+            img, rects = shrink_big_image(img, rects, source.box_area_thresh())
         images.append(img)
         boxes.append(rects)
     return images, boxes

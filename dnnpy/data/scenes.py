@@ -218,16 +218,18 @@ def _ring(mask):
     return grown & ~p
 
 
-def _background(gen, rows, cols):
+def _background(gen, rows, cols, clutter):
     """A smooth colour field: a random base colour plus two low-frequency waves per channel
-    (``sin(a y + b x + p)`` expanded into outer products, so no sine per pixel)."""
+    (``sin(a y + b x + p)`` expanded into outer products, so no sine per pixel), both scaled
+    by ``clutter`` around mid grey."""
     y = 2 * math.pi * np.linspace(0, 1, rows, dtype=np.float32)[:, None, None]
     x = 2 * math.pi * np.linspace(0, 1, cols, dtype=np.float32)[None, :, None]
-    img = np.broadcast_to(gen.uniform(70, 170, 3).astype(np.float32), (rows, cols, 3)).copy()
+    base = 120 + clutter * (gen.uniform(70, 170, 3) - 120)
+    img = np.broadcast_to(base.astype(np.float32), (rows, cols, 3)).copy()
     for _ in range(2):
         fy, fx = gen.uniform(0.3, 2.0, 2)
         phase = gen.uniform(0, 2 * math.pi, 3).astype(np.float32)
-        amp = gen.uniform(10, 35, 3).astype(np.float32)
+        amp = (clutter * gen.uniform(10, 35, 3)).astype(np.float32)
         ax = fx * x + phase
         img += amp * (np.sin(fy * y) * np.cos(ax) + np.cos(fy * y) * np.sin(ax))
     return img
@@ -275,7 +277,7 @@ class _Placer:
 
 
 def make_scene(rnd, rows=120, cols=160, kinds=("smiley",), num_objects=(2, 4), size=(24, 48),
-               distractors=0, ignore_below=0, ignore_regions=0, noise=12) -> scene:
+               distractors=0, ignore_below=0, ignore_regions=0, noise=12, clutter=1.0) -> scene:
     """Draws one scene (see the module docstring).
 
     ``rnd``: a ``dlib_rand`` (advanced by one draw) or an int seed. ``kinds``: the object kinds
@@ -283,17 +285,18 @@ def make_scene(rnd, rows=120, cols=160, kinds=("smiley",), num_objects=(2, 4), s
     of a box's area, in pixels) and ``distractors``: a number or an inclusive ``(min, max)``
     range. Objects whose size is below ``ignore_below`` are drawn with an ignored box.
     ``ignore_regions``: patches of crowded tiny objects, each under one ignored box (labelled
-    ``"crowd"``). ``noise``: the standard deviation of the Gaussian pixel noise. Objects never
-    overlap; when the image has no room left, fewer are drawn."""
+    ``"crowd"``). ``noise``: the standard deviation of the Gaussian pixel noise. ``clutter``:
+    how colourful the background is (0: plain grey, 1: the default colour waves, more: bolder).
+    Objects never overlap; when the image has no room left, fewer are drawn."""
     rows, cols = int(rows), int(cols)
     kinds = tuple(kinds) if not isinstance(kinds, str) else kinds
     size = _range(size, "size", 4)
     _check_args(rows, cols, kinds, size)
     count = _range(num_objects, "num_objects", 0)
     n_distract = _range(distractors, "distractors", 0)
-    if ignore_regions < 0 or noise < 0:
-        raise ValueError(f"make_scene: ignore_regions ({ignore_regions}) and noise ({noise}) "
-                         f"must be >= 0")
+    if ignore_regions < 0 or noise < 0 or clutter < 0:
+        raise ValueError(f"make_scene: ignore_regions ({ignore_regions}), noise ({noise}) and "
+                         f"clutter ({clutter}) must be >= 0")
     if isinstance(rnd, dlib_rand):
         seed = rnd.get_random_64bit_number()
     elif isinstance(rnd, (int, np.integer)) and not isinstance(rnd, bool):
@@ -302,7 +305,7 @@ def make_scene(rnd, rows=120, cols=160, kinds=("smiley",), num_objects=(2, 4), s
         raise TypeError(f"make_scene: rnd must be a dlib_rand or an int seed, got {type(rnd).__name__}")
     gen = np.random.default_rng(seed)
 
-    img = _background(gen, rows, cols)
+    img = _background(gen, rows, cols, float(clutter))
     cls = np.zeros((rows, cols), np.uint16)
     inst = np.zeros((rows, cols), np.uint16)
     placer = _Placer(gen, rows, cols)

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..geometry import (OBJECT_PART_NOT_PRESENT, _rect_base, centered_drect, dcenter, drectangle,
                         full_object_detection, get_rect, grow_rect, lround, rectangle, translate_rect)
-from ..inputs.pyramid import pyramid_down
+from .pyramid import pyramid_down
 from .transforms import (find_affine_transform, find_similarity_transform, interpolate_bilinear,
                          interpolate_nearest_neighbor, rotate_point, transform_image)
 
@@ -96,9 +96,10 @@ class chip_details:
                              f"{cp.shape} and {ip.shape}")
         self.rows, self.cols = dims.rows, dims.cols
         tform = find_similarity_transform(cp, ip)
-        px, py = tform.m[0, 0], tform.m[1, 0]  # the image of the unit x vector
+        (m00, m01), (m10, m11) = tform.m.tolist()
+        px, py = m00 * 1.0 + m01 * 0.0, m10 * 1.0 + m11 * 0.0  # the image of (1, 0), as dlib
         self.angle = math.atan2(py, px)
-        scale = math.hypot(px, py)
+        scale = math.sqrt(px * px + py * py)  # dlib's length(), not hypot: same last bit
         self.rect = centered_drect(tform((dims.cols / 2.0, dims.rows / 2.0)), dims.cols * scale,
                                    dims.rows * scale)
 
@@ -296,12 +297,17 @@ def get_face_chip_details(det, size=200, padding=0.2):
     else:
         idx = [i for i in range(27, 68) if not (55 <= i <= 59 or 65 <= i <= 67)]
         canon = [(_FACE68_X[i - 17], _FACE68_Y[i - 17]) for i in idx]
-    frm = [((padding + x) / den * size, (padding + y) / den * size) for x, y in canon]
+    if n == 5:  # dlib divides a point expression, which it does by multiplying by 1/den ...
+        rden = 1.0 / den
+        frm = [((padding + x) * rden * size, (padding + y) * rden * size) for x, y in canon]
+    else:       # ... and divides the 68 points' coordinates one by one
+        frm = [((padding + x) / den * size, (padding + y) / den * size) for x, y in canon]
     to = [det.part(i) for i in idx]
     return chip_details(frm, to, chip_dims(size, size))
 
 
 def get_face_chip(img, det, size=150, padding=0.25):
     """dlib-bin's ``get_face_chip``: ``extract_image_chip(img, get_face_chip_details(det, size,
-    padding))`` (the alignment used for face recognition)."""
-    return extract_image_chip(img, get_face_chip_details(det, size, padding))
+    padding))`` (the alignment used for face recognition). As in the binding, ``padding`` is
+    first rounded to float32 (its C++ parameter is a ``float``; exact for 0.25)."""
+    return extract_image_chip(img, get_face_chip_details(det, size, float(np.float32(padding))))

@@ -1,14 +1,7 @@
-"""dlib's whole-image geometry (image_transforms/interpolation.h): ``resize_image``, flips,
-``rotate_image``, ``letterbox_image``, ``pyramid_up`` and the dataset helpers
-``flip_image_dataset_left_right``, ``add_image_left_right_flips`` and
-``upsample_image_dataset``.
-
-``resize_image`` reproduces dlib's optimised bilinear resize bit for bit, and that resize is
-what ``letterbox_image`` and ``pyramid_up`` use. dlib's grayscale and RGB resizes are SIMD
-loops: 4 output columns at a time in float32, with the column coordinate accumulated in float32
-(``x += float(4 * x_scale)``), then a scalar loop for the leftover columns of each row. The
-code below evaluates the same float32/float64 expressions in the same order on whole arrays;
-``np.add.accumulate`` is a sequential sum, so it reproduces dlib's running coordinates exactly.
+"""dlib's whole-image geometry (image_transforms/interpolation.h): flips, ``rotate_image``,
+``letterbox_image``, ``pyramid_up`` and the dataset helpers ``flip_image_dataset_left_right``,
+``add_image_left_right_flips`` and ``upsample_image_dataset``. ``resize_image`` (bit for bit
+with dlib's) lives in ``resize.py``; ``letterbox_image`` and ``pyramid_up`` use it.
 """
 
 from __future__ import annotations
@@ -18,146 +11,14 @@ import math
 import numpy as np
 
 from ..geometry import _rect_base, center, dcenter, lround, mmod_rect, rectangle
-from ..inputs.pyramid import pyramid_down
-from .transforms import (interpolate_quadratic, inv, point_transform_affine,
+from .pyramid import pyramid_down
+from .resize import _check_image, _resize_into
+from .transforms import (find_affine_transform, interpolate_quadratic, inv, point_transform_affine,
                          rectangle_transform, rotation_matrix, transform_image)
 
-__all__ = ["resize_image", "flip_image_left_right", "flip_image_up_down", "flip_rect_left_right",
+__all__ = ["flip_image_left_right", "flip_image_up_down", "flip_rect_left_right",
            "flip_image_dataset_left_right", "add_image_left_right_flips", "rotate_image",
            "letterbox_image", "pyramid_up", "upsample_image_dataset"]
-
-
-def _check_image(img, name):
-    img = np.asarray(img)
-    if img.ndim not in (2, 3):
-        raise ValueError(f"{name}: expected an HxW or HxWxC image, got shape {img.shape}")
-    if img.dtype == np.bool_ or not (np.issubdtype(img.dtype, np.integer) or np.issubdtype(img.dtype, np.floating)):
-        raise TypeError(f"{name}: expected an integer or float image, got dtype {img.dtype}")
-    return img
-
-
-def _assign(v, dtype):
-    """dlib's ``assign_pixel`` from a float to ``dtype``: clamp to the type's range, then
-    truncate toward zero (a ``static_cast``) for integers."""
-    if np.issubdtype(dtype, np.integer):
-        info = np.iinfo(dtype)
-        return np.trunc(np.clip(v, info.min, info.max)).astype(dtype)
-    return v.astype(dtype)
-
-
-def _resize_into(img, rows, cols):
-    """dlib's ``resize_image(in, out, interpolate_bilinear)`` for a ``rows x cols`` output."""
-    nr, nc = img.shape[:2]
-    out = np.zeros((rows, cols) + img.shape[2:], img.dtype)
-    if out.size == 0 or img.size == 0:
-        return out
-    xs = (nc - 1) / max(cols - 1, 1)
-    ys = (nr - 1) / max(rows - 1, 1)
-    # rows: y = -y_scale, then y += y_scale per row, in double
-    y = np.add.accumulate(np.concatenate([[-ys], np.full(rows, ys)]))[1:]
-    top = np.floor(y).astype(np.intp)
-    bottom = np.minimum(top + 1, nr - 1)
-    tb = y - top
-    gray = img.ndim == 2
-    rgb = img.ndim == 3 and img.shape[2] == 3 and img.dtype == np.uint8
-    if not (gray or rgb):
-        return _resize_generic(img, out, xs, top, bottom, tb)
-
-    # main loop: lanes start at float(-4s + j*s), and every block adds float(4s) in float32
-    nblk_max = (cols + 3) // 4 + 1
-    acc = np.empty((nblk_max + 1, 4), np.float32)
-    acc[0] = np.array([-4 * xs + j * xs for j in range(4)], dtype=np.float64).astype(np.float32)
-    acc[1:] = np.float32(4 * xs)
-    xf = np.add.accumulate(acc, axis=0)[1:]
-    left = np.trunc(xf).astype(np.int64)          # cvttps: truncation
-    # the loop stops at the first block whose 4th lane's right neighbour leaves the image (and,
-    # where dlib would write past the row, before that)
-    stop = (left[:, 3] + 1 >= nc) | (np.arange(nblk_max) * 4 + 3 >= cols)
-    nblk = int(np.argmax(stop))
-    cm = 4 * nblk
-    if cm:
-        xm, lm = xf[:nblk].reshape(-1), left[:nblk].reshape(-1)
-        lr = xm - lm.astype(np.float32)
-        ilr = np.float32(1) - lr
-        tbf = tb.astype(np.float32)[:, None]
-        itbf = (1 - tb).astype(np.float32)[:, None]
-        wtl, wtr, wbl, wbr = itbf * ilr, itbf * lr, tbf * ilr, tbf * lr
-        if rgb:
-            wtl, wtr, wbl, wbr = wtl[..., None], wtr[..., None], wbl[..., None], wbr[..., None]
-        rm = lm + 1
-        t_rows, b_rows = img[top], img[bottom]
-        s = (wtl * t_rows[:, lm].astype(np.float32) + wtr * t_rows[:, rm].astype(np.float32)
-             + wbl * b_rows[:, lm].astype(np.float32) + wbr * b_rows[:, rm].astype(np.float32))
-        if rgb:
-            out[:, :cm] = np.trunc(s).astype(np.int32).astype(np.uint8)
-        elif np.issubdtype(img.dtype, np.integer):
-            out[:, :cm] = np.trunc(s.astype(np.float64) + 0.5).astype(img.dtype)  # static_cast(value + 0.5)
-        else:
-            out[:, :cm] = s.astype(img.dtype)
-    if cm < cols:
-        # leftover columns: x = -s + c*s, then x += s per column, in double
-        x = np.add.accumulate(np.concatenate([[-xs + cm * xs], np.full(cols - cm, xs)]))[1:]
-        lo = np.floor(x).astype(np.intp)
-        ro = np.minimum(lo + 1, nc - 1)
-        t_rows, b_rows = img[top], img[bottom]
-        tb2 = tb[:, None]
-        if rgb:   # all in double, truncated
-            lr = (x - lo)[None, :, None]
-            tb2 = tb2[..., None]
-            v = ((1 - tb2) * ((1 - lr) * t_rows[:, lo] + lr * t_rows[:, ro])
-                 + tb2 * ((1 - lr) * b_rows[:, lo] + lr * b_rows[:, ro]))
-            out[:, cm:] = np.trunc(v).astype(np.uint8)
-        else:     # float32 inside, double outside, stored as float, then assign_pixel
-            lr = (x - lo).astype(np.float32)[None, :]
-            ilr = np.float32(1) - lr
-            f32 = np.float32
-            inner_t = ilr * t_rows[:, lo].astype(f32) + lr * t_rows[:, ro].astype(f32)
-            inner_b = ilr * b_rows[:, lo].astype(f32) + lr * b_rows[:, ro].astype(f32)
-            v = ((1 - tb2) * inner_t.astype(np.float64) + tb2 * inner_b.astype(np.float64)).astype(f32)
-            out[:, cm:] = _assign(v.astype(np.float64), img.dtype)
-    return out
-
-
-def _resize_generic(img, out, xs, top, bottom, tb):
-    """dlib's generic bilinear resize (neither grayscale nor uint8 RGB pixels): double
-    arithmetic, ``x`` accumulated in double, assigned with clamping and truncation."""
-    cols, nc = out.shape[1], img.shape[1]
-    x = np.add.accumulate(np.concatenate([[-xs], np.full(cols, xs)]))[1:]
-    lo = np.floor(x).astype(np.intp)
-    ro = np.minimum(lo + 1, nc - 1)
-    lr = (x - lo)[None, :, None]
-    tb2 = tb[:, None, None]
-    t_rows, b_rows = img[top].astype(np.float64), img[bottom].astype(np.float64)
-    v = ((1 - tb2) * ((1 - lr) * t_rows[:, lo] + lr * t_rows[:, ro])
-         + tb2 * ((1 - lr) * b_rows[:, lo] + lr * b_rows[:, ro]))
-    out[...] = _assign(v, img.dtype)
-    return out
-
-
-def resize_image(a, b=None, c=None):
-    """dlib's ``resize_image`` with bilinear interpolation, bit for bit:
-
-    - ``resize_image(img, rows, cols)``: a new ``rows x cols`` image;
-    - ``resize_image(scale, img)``: a new image ``round(scale * rows) x round(scale * cols)``
-      (half away from zero, as ``std::round``); ``scale == 1`` returns a copy.
-
-    ``img`` is ``HxW`` (any integer or float dtype: computed in float32 as dlib does, integers
-    rounded half up) or ``HxWx3`` uint8 RGB (truncated, as dlib). Other channel layouts use
-    dlib's generic double path. The input is never modified."""
-    if b is not None and c is None and np.ndim(a) == 0:
-        scale, img = float(a), _check_image(b, "resize_image")
-        if not scale > 0:
-            raise ValueError(f"resize_image: scale must be > 0, got {scale}")
-        if scale == 1.0:
-            return img.copy()
-        rows, cols = lround(scale * img.shape[0]), lround(scale * img.shape[1])
-    else:
-        if b is None or c is None:
-            raise TypeError("resize_image: call as resize_image(img, rows, cols) or resize_image(scale, img)")
-        img, rows, cols = _check_image(a, "resize_image"), int(b), int(c)
-        if rows < 0 or cols < 0:
-            raise ValueError(f"resize_image: the output size must be >= 0, got {rows}x{cols}")
-    return _resize_into(img, rows, cols)
 
 
 # ----------------------------------------------------------------------------------------
@@ -171,10 +32,12 @@ def _corners(nr, nc):  # tl, tr, bl, br of the image's rectangle
 def flip_image_left_right(img):
     """dlib's ``flip_image_left_right``: ``(flipped, tform)``, a new image mirrored left to
     right and the ``point_transform_affine`` from the input's coordinates to the flipped
-    image's: ``x -> (cols - 1) - x``, exactly. (dlib fits it with ``find_affine_transform``
-    over the 4 corners, so its map carries last-bit noise from its SVD; see docs/data.md.)"""
+    image's, ``x -> (cols - 1) - x`` as dlib computes it: fitted by ``find_affine_transform``
+    over the 4 corners, so it carries dlib's last-bit noise (e.g. ``m[0][0]`` is
+    ``-0.99999999999999956`` for a 7-wide image) and equals dlib's map bit for bit."""
     img = _check_image(img, "flip_image_left_right")
-    return img[:, ::-1].copy(), point_transform_affine([[-1, 0], [0, 1]], [img.shape[1] - 1, 0])
+    tl, tr, bl, br = _corners(*img.shape[:2])
+    return img[:, ::-1].copy(), find_affine_transform([tl, bl, tr, br], [tr, br, tl, bl])
 
 
 def flip_image_up_down(img):

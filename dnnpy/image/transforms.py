@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from ..geometry import _rect_base, centered_drect, centered_rect, dcenter, drectangle, lround, rectangle
+from .matrix_la import pinv, svd3
 
 __all__ = ["point_transform_affine", "inv", "rotation_matrix", "rotate_point", "find_affine_transform",
            "find_similarity_transform", "rectangle_transform", "interpolate_bilinear",
@@ -104,42 +105,70 @@ def rotate_point(center, p, angle):
 def find_affine_transform(from_points, to_points):
     """dlib's ``find_affine_transform``: the least-squares affine map taking ``from_points``
     to ``to_points`` (``Q @ pinv(P)`` with columns ``(x, y, 1)``), at least 3 pairs; exact
-    for 3 points in general position."""
+    for 3 points in general position. Computed as dlib computes it (``matrix_la.pinv``, dlib's
+    own SVD), so the result equals dlib's bit for bit."""
     f = _points(from_points, "from_points", "find_affine_transform")
     t = _points(to_points, "to_points", "find_affine_transform")
     if len(f) != len(t) or len(f) < 3:
         raise ValueError(f"find_affine_transform: needs equally many (>= 3) from and to points, got "
                          f"{len(f)} and {len(t)}")
-    P = np.vstack([f.T, np.ones(len(f))])
-    m = t.T @ np.linalg.pinv(P)
-    return point_transform_affine(m[:, :2], m[:, 2])
+    # dlib's own SVD-based pinv and its summation order: the map must equal dlib's to the bit
+    pi = pinv([f[:, 0].tolist(), f[:, 1].tolist(), [1.0] * len(f)])
+    m = []
+    for row in (t[:, 0].tolist(), t[:, 1].tolist()):
+        out = []
+        for c in range(3):
+            acc = row[0] * pi[0][c]
+            for i in range(1, len(row)):
+                acc += row[i] * pi[i][c]
+            out.append(acc)
+        m.append(out)
+    return point_transform_affine([m[0][:2], m[1][:2]], [m[0][2], m[1][2]])
 
 
 def find_similarity_transform(from_points, to_points):
     """dlib's ``find_similarity_transform``: the least-squares rotation + uniform scale +
     translation taking ``from_points`` to ``to_points`` (Umeyama 1991, eqs. 34-43), at least 2
-    pairs."""
+    pairs. Computed as dlib computes it (``matrix_la.svd3``, dlib's own SVD), bit for bit."""
     f = _points(from_points, "from_points", "find_similarity_transform")
     t = _points(to_points, "to_points", "find_similarity_transform")
     if len(f) != len(t) or len(f) < 2:
         raise ValueError(f"find_similarity_transform: needs equally many (>= 2) from and to points, got "
                          f"{len(f)} and {len(t)}")
-    n = len(f)
-    mf, mt = f.mean(axis=0), t.mean(axis=0)
-    df, dt = f - mf, t - mt
-    sigma_from = float((df * df).sum()) / n
-    cov = dt.T @ df / n
-    u, d, vt = np.linalg.svd(cov)
-    s = np.eye(2)
-    dc = np.linalg.det(cov)
-    if dc < 0 or (dc == 0 and np.linalg.det(u) * np.linalg.det(vt) < 0):
+    # dlib's operations in dlib's order (its 2x2 SVD included), so the map equals dlib's
+    fl, tl = f.tolist(), t.tolist()
+    nf = float(len(fl))
+    mfx = mfy = mtx = mty = 0.0
+    for (fx, fy), (tx, ty) in zip(fl, tl):
+        mfx, mfy, mtx, mty = mfx + fx, mfy + fy, mtx + tx, mty + ty
+    mfx, mfy, mtx, mty = mfx / nf, mfy / nf, mtx / nf, mty / nf
+    sigma_from = c00 = c01 = c10 = c11 = 0.0
+    for (fx, fy), (tx, ty) in zip(fl, tl):
+        dfx, dfy, dtx, dty = fx - mfx, fy - mfy, tx - mtx, ty - mty
+        sigma_from += dfx * dfx + dfy * dfy
+        c00, c01, c10, c11 = c00 + dtx * dfx, c01 + dtx * dfy, c10 + dty * dfx, c11 + dty * dfy
+    sigma_from /= nf
+    rn = 1.0 / nf  # dlib divides a matrix by a scalar as a multiply by its reciprocal
+    cov = [[c00 * rn, c01 * rn], [c10 * rn, c11 * rn]]
+    u, d, v = svd3(cov)
+    s0 = s1 = 1.0
+    det_cov = cov[0][0] * cov[1][1] - cov[0][1] * cov[1][0]
+    if det_cov < 0 or (det_cov == 0 and (u[0][0] * u[1][1] - u[0][1] * u[1][0])
+                       * (v[0][0] * v[1][1] - v[0][1] * v[1][0]) < 0):
         if d[1] < d[0]:
-            s[1, 1] = -1
+            s1 = -1.0
         else:
-            s[0, 0] = -1
-    r = u @ s @ vt
-    c = 1.0 if sigma_from == 0 else float(np.trace(np.diag(d) @ s)) / sigma_from
-    return point_transform_affine(c * r, mt - c * (r @ mf))
+            s0 = -1.0
+    r = [[u[i][0] * s0 * v[j][0] + u[i][1] * s1 * v[j][1] for j in range(2)] for i in range(2)]
+    c = 1.0
+    if sigma_from != 0:
+        c = 1.0 / sigma_from * (d[0] * s0 + d[1] * s1)
+    b = [(mtx, mty)[i] - c * (r[i][0] * mfx + r[i][1] * mfy) for i in range(2)]
+    return point_transform_affine([[c * r[i][j] for j in range(2)] for i in range(2)], b)
+
+
+def _length(x, y):
+    return math.sqrt(x * x + y * y)  # dlib's length(); math.hypot can differ in the last bit
 
 
 class rectangle_transform:
@@ -160,7 +189,7 @@ class rectangle_transform:
     def _drect(self, r):
         T = self.tform
         tl, tr, bl, br = T(r.tl_corner()), T(r.tr_corner()), T(r.bl_corner()), T(r.br_corner())
-        new_area = (1 + math.hypot(tl[0] - tr[0], tl[1] - tr[1])) * (1 + math.hypot(tl[0] - bl[0], tl[1] - bl[1]))
+        new_area = (1 + _length(tl[0] - tr[0], tl[1] - tr[1])) * (1 + _length(tl[0] - bl[0], tl[1] - bl[1]))
         box = drectangle()
         for p in (tl, tr, bl, br):
             box = box + drectangle(*p, *p)

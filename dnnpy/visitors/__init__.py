@@ -13,5 +13,8 @@ from .maps import *  # noqa: F401,F403
 from .maps import __all__ as _maps_all
 from .inference import *  # noqa: F401,F403
 from .inference import __all__ as _inference_all
+from .multipliers import *  # noqa: F401,F403
+from .multipliers import __all__ as _multipliers_all
 
-__all__ = [*_walk_all, *_export_all, *_fuse_all, *_transfer_all, *_maps_all, *_inference_all]
+__all__ = [*_walk_all, *_export_all, *_fuse_all, *_transfer_all, *_maps_all, *_inference_all,
+           *_multipliers_all]
