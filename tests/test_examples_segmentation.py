@@ -1,6 +1,11 @@
 """dlib's semantic segmentation examples in --quick mode: every step runs (train, save, read
 back into the affine net type, segment, write PNGs); the metrics are only range-checked
-(a 3-step net learns nothing)."""
+(a 3-step net learns nothing). One quick training is shared by the module."""
+
+import argparse
+import contextlib
+import io
+import shutil
 
 import numpy as np
 import pytest
@@ -12,35 +17,76 @@ from dnnpy.examples.semantic_segmentation_net import crop_to_input, make_net_typ
 from dnnpy.image import load_image
 
 
-def test_train_then_run_quick(tmp_path, capsys):
-    res = train_ex.main(["--quick", "--quiet", "--out", str(tmp_path)])
-    text = capsys.readouterr().out
-    assert "saving network" in text and "val accuracy  :" in text
-    for k in ("train_accuracy", "val_accuracy", "val_mean_iou"):
+@pytest.fixture(scope="module")
+def quick_runs(tmp_path_factory):
+    """ONE quick training and one quick runner pass over its net, shared by the tests below."""
+    out = tmp_path_factory.mktemp("segmentation")
+    threads = dnnpy.get_num_threads()
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        trained = train_ex.main(["--quick", "--quiet", "--out", str(out)])
+        train_text = text.getvalue()
+        ran = runner.main(["--quick", "--quiet", "--out", str(out)])
+    return {"trained": trained, "train_text": train_text, "ran": ran,
+            "run_text": text.getvalue()[len(train_text):], "threads_before": threads,
+            "threads_after": dnnpy.get_num_threads()}
+
+
+def test_train_quick(quick_runs):
+    res, text = quick_runs["trained"], quick_runs["train_text"]
+    assert "saving network" in text and "val accuracy  :" in text and "val mean IoU" in text
+    for k in ("train_accuracy", "val_accuracy", "train_mean_iou", "val_mean_iou"):
         assert 0.0 <= res[k] <= 1.0
-    # the file is dlib's bn_con net; it reads back into both net types with equal outputs
+    assert res["steps"] == 3 and np.isfinite(res["final_loss"]) and res["cpu_seconds"] > 0
+    assert res["class_names"] == ("background",) + train_ex.KINDS
+    # --threads 1 (the default) is undone when main returns
+    assert quick_runs["threads_after"] == quick_runs["threads_before"]
+
+
+def test_saved_net_reads_into_both_net_types(quick_runs):
+    res = quick_runs["trained"]
     classes = len(res["class_names"])
     bnet = make_net_type(classes)()
     dnnpy.deserialize(res["net_path"], bnet)
     anet = make_net_type(classes, testing=True)()
     dnnpy.deserialize(res["net_path"], anet)
     img = np.random.default_rng(0).integers(0, 256, (65, 65, 3), dtype=np.uint8)
-    assert np.array_equal(anet([img])[0], dnnpy.inference_copy(bnet)([img])[0])
+    out = anet([img])[0]
+    assert out.shape == (65, 65) and np.array_equal(out, dnnpy.inference_copy(bnet)([img])[0])
 
-    out = runner.main(["--quick", "--quiet", "--out", str(tmp_path)])
-    assert "is missing" not in capsys.readouterr().out     # it found the trained net
+
+def test_runner_quick(quick_runs):
+    out, classes = quick_runs["ran"], len(quick_runs["trained"]["class_names"])
+    assert "is missing" not in quick_runs["run_text"]     # it found the trained net
+    assert "most prominent class right on" in quick_runs["run_text"]
+    assert out["net_path"] == quick_runs["trained"]["net_path"]
     assert len(out["pngs"]) == 2
     png = load_image(out["pngs"][0])
     assert png.shape == (120, 3 * 160, 3)
     for lab in out["labels"]:
-        assert lab.shape == (120, 160) and lab.max() < classes
-    assert 0.0 <= out["mean_iou"] <= 1.0 and 0.0 <= out["prominent_class_accuracy"] <= 1.0
+        assert lab.shape == (120, 160) and lab.dtype.kind == "u" and lab.max() < classes
+    assert 0.0 <= out["mean_iou"] <= 1.0 and 0.0 <= out["pixel_accuracy"] <= 1.0
+    assert out["prominent_class_accuracy"] in (0.0, 0.25, 0.5, 0.75, 1.0)   # 4 images
 
 
-def test_runner_trains_when_net_missing(tmp_path, capsys):
-    out = runner.main(["--quick", "--quiet", "--out", str(tmp_path)])
+def test_runner_trains_when_net_missing(quick_runs, tmp_path, monkeypatch, capsys):
+    # the training itself is stubbed (the fixture's net copied in): only the branch is tested
+    def fake_main(argv):
+        folder = argv[argv.index("--out") + 1]
+        target = f"{folder}/other.dnn"
+        shutil.copy(quick_runs["trained"]["net_path"], target)
+        return {"net_path": target}
+    monkeypatch.setattr(runner.seg_train, "main", fake_main)
+    missing = tmp_path / "net.dnn"
+    net = runner.load_or_train(missing, 6, runner_args())
     assert "is missing: training it first" in capsys.readouterr().out
-    assert out["net_path"].exists()
+    assert missing.exists()
+    img = np.zeros((65, 65, 3), np.uint8)
+    assert net([img])[0].shape == (65, 65)
+
+
+def runner_args():
+    return argparse.Namespace(quick=True, levels=2, repeats=0)
 
 
 def test_helpers():

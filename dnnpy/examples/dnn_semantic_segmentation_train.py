@@ -30,6 +30,8 @@ the settings are still to be tuned, see docs/examples.md.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 import dnnpy
@@ -45,10 +47,13 @@ KINDS = ("smiley", "car", "disc", "square", "triangle")
 CROP = 65          # dlib: 227; odd, so the 7x7 stride-2 con / cont pair gives it back
 
 
-def make_data(n, seed, rows=120, cols=160):
+CLUTTER, NOISE = 1.0, 12   # make_scene's background colour waves and pixel noise
+
+
+def make_data(n, seed, rows=120, cols=160, clutter=CLUTTER, noise=NOISE):
     """``n`` G2 scenes (``dnnpy.data.make_scenes``) with this example's kinds."""
     return make_scenes(n, seed=seed, rows=rows, cols=cols, kinds=KINDS, num_objects=(2, 4),
-                       size=(24, 48), noise=12)
+                       size=(24, 48), noise=noise, clutter=clutter)
 
 
 def make_random_cropping_rect(img, rnd):
@@ -105,7 +110,8 @@ def pixel_metrics(scenes, predicted, num_classes):
 def train(args, log=print):
     """Train the net as the example does; returns ``(bnet, class_names, results)``."""
     timer = Timer()
-    train_scenes = make_data(args.train_images, seed=args.seed)
+    train_scenes = make_data(args.train_images, seed=args.seed, clutter=args.clutter,
+                             noise=args.noise)
     class_names = train_scenes[0].class_names
     log(f"images in dataset: {len(train_scenes)} G2 scenes of 120x160, classes: "
         f"{', '.join(class_names)}")
@@ -115,6 +121,10 @@ def train(args, log=print):
     trainer = make_trainer(bnet, dnnpy.adam(0.0001, 0.9, 0.999), args.learning_rate, args.batch,
                            max_epochs=1, verbose=not args.quiet)
     trainer.set_iterations_without_progress_threshold(args.steps)   # a fixed-length run
+    if args.schedule == "cosine":
+        # cosine decay from the learning rate to 1/100 of it over the run
+        t = np.arange(args.steps) / max(1, args.steps - 1)
+        trainer.set_learning_rate_schedule(args.learning_rate * (0.01 + 0.99 * 0.5 * (1 + np.cos(np.pi * t))))
     dnnpy.set_all_bn_running_stats_window_sizes(bnet, 50)
     if not args.quiet:
         log(trainer)
@@ -125,7 +135,7 @@ def train(args, log=print):
         samples, labels = [], []
         for _ in range(args.batch):
             s = train_scenes[rnd.get_random_32bit_number() % len(train_scenes)]
-            image, label = randomly_crop_image(s.image, s.class_labels, rnd)
+            image, label = randomly_crop_image(s.image, s.class_labels, rnd, args.crop)
             samples.append(image)
             labels.append(label)
         return samples, labels
@@ -154,6 +164,13 @@ def add_arguments(parser):
     parser.add_argument("--train-images", type=int, default=200, help="G2 training scenes")
     parser.add_argument("--val-images", type=int, default=40, help="G2 validation scenes")
     parser.add_argument("--seed", type=int, default=0, help="data and initialisation seed")
+    parser.add_argument("--clutter", type=float, default=CLUTTER, help="make_scene's clutter")
+    parser.add_argument("--noise", type=float, default=NOISE, help="make_scene's pixel noise")
+    parser.add_argument("--crop", type=int, default=CROP, help="training crop size (odd)")
+    parser.add_argument("--schedule", default="cosine", choices=("cosine", "constant"),
+                        help="learning-rate schedule")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="dnnpy.set_num_threads while training (0: leave as is)")
 
 
 def quick(args):
@@ -167,10 +184,17 @@ def main(argv=None) -> dict:
     if args.quick:
         quick(args)
     out = out_dir(args.out)
-    timer = Timer()
+    timer, cpu0 = Timer(), time.process_time()
 
     print("\nMAKING G2 SCENES\n")
-    bnet, class_names, results = train(args)
+    before = dnnpy.get_num_threads()
+    if args.threads:
+        dnnpy.set_num_threads(args.threads)
+    try:
+        bnet, class_names, results = train(args)
+    finally:
+        if args.threads and before != args.threads:
+            dnnpy.set_num_threads(before)
 
     bnet.clean()
     net_path = out / NET_FILENAME
@@ -183,8 +207,9 @@ def main(argv=None) -> dict:
     anet = dnnpy.copy_net_as(bnet, make_net_type(len(class_names), testing=True,
                                                  levels=args.levels, repeats=args.repeats))
     print("Testing the network...")
-    val_scenes = make_data(args.val_images, seed=args.seed + 1000)
-    train_scenes = make_data(min(args.val_images, args.train_images), seed=args.seed)
+    kw = dict(clutter=args.clutter, noise=args.noise)
+    val_scenes = make_data(args.val_images, seed=args.seed + 1000, **kw)
+    train_scenes = make_data(min(args.val_images, args.train_images), seed=args.seed, **kw)
     for name, scenes in (("train", train_scenes), ("val", val_scenes)):
         acc, miou, iou = calculate_accuracy(anet, scenes, len(class_names))
         print(f"{name} accuracy  :  {acc:.4f}")
@@ -193,7 +218,8 @@ def main(argv=None) -> dict:
         results[f"{name}_accuracy"], results[f"{name}_mean_iou"] = acc, miou
     results["val_iou"] = iou
     results["seconds"] = timer()
-    print(f"done in {results['seconds']:.1f} s")
+    results["cpu_seconds"] = time.process_time() - cpu0
+    print(f"done in {results['seconds']:.1f} s ({results['cpu_seconds']:.1f} s CPU)")
     return results
 
 
