@@ -1,6 +1,6 @@
 """dlib's dnn_semantic_segmentation_ex: runs the trained segmentation net on images.
 
-    python -m dnnpy.examples.dnn_semantic_segmentation [--net FILE] [--images N] [--out dnnpy_example_output]
+    python -m dnnpy.examples.dnn_semantic_segmentation [--net FILE] [--images 50] [--out dnnpy_example_output]
 
 dlib's example reads ``semantic_segmentation_voc2012net_v2.dnn`` into ``anet_type`` (the
 U-Net of ``dnn_semantic_segmentation_ex.h`` with ``affine`` for ``bn_con``: dlib's ``affine_``
@@ -80,14 +80,28 @@ def main(argv=None) -> dict:
     parser = base_parser(" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--net", default=None,
                         help=f"the trained net (default: OUT/{NET_FILENAME}, trained if missing)")
-    parser.add_argument("--images", type=int, default=20, help="fresh G2 scenes to segment")
+    parser.add_argument("--images", type=int, default=50, help="fresh G2 scenes to segment")
     parser.add_argument("--pngs", type=int, default=8, help="how many of them to write as PNG")
     parser.add_argument("--levels", type=int, default=2, help="the net's U-Net levels")
     parser.add_argument("--repeats", type=int, default=0, help="the net's residual repeats")
     parser.add_argument("--seed", type=int, default=7, help="seed of the scenes")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="dnnpy.set_num_threads for the run, undone at the end (0: leave as is)")
     args = parser.parse_args(argv)
     if args.quick:
         args.images, args.pngs = 4, 2
+    before = dnnpy.get_num_threads()
+    if args.threads:
+        dnnpy.set_num_threads(args.threads)   # the net's ops are tiny: see the train example
+    try:
+        return run(args)
+    finally:
+        if args.threads and before != args.threads:
+            dnnpy.set_num_threads(before)
+
+
+def run(args) -> dict:
+    """``main``'s work, with its parsed arguments (the thread count already set)."""
     out = out_dir(args.out)
     timer = Timer()
 
