@@ -31,7 +31,9 @@ OpenMP pool beside the loader thread every op waited at libgomp's spinning barri
 step's CPU time (docs/performance.md, "Threads"). Besides dlib's accuracy lines it prints the
 mean IoU over the classes (pixels of ``label_to_ignore`` excluded, IoU averaged over the
 classes present in truth or prediction).
-Measured (default run, 2-core machine shared with other jobs): see docs/examples.md.
+Measured (default run, seeded, repeats exactly; 2-core machine shared with other jobs, load
+~4.4): validation pixel accuracy 0.976 and mean IoU 0.817 (goal 0.9 / 0.7), 48 s wall, 34 s
+CPU; details and the runner's numbers in docs/examples.md.
 """
 
 from __future__ import annotations
