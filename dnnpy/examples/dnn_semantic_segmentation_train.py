@@ -1,6 +1,6 @@
 """dlib's dnn_semantic_segmentation_train_ex: trains a residual U-Net to label every pixel.
 
-    python -m dnnpy.examples.dnn_semantic_segmentation_train [--steps 700] [--out dnnpy_example_output]
+    python -m dnnpy.examples.dnn_semantic_segmentation_train [--steps 850] [--out dnnpy_example_output]
 
 dlib's example trains the U-Net of ``dnn_semantic_segmentation_ex.h`` (here
 ``dnnpy/examples/semantic_segmentation_net.py``: a ``con`` stem, residual levels going down,
@@ -32,8 +32,9 @@ step's CPU time (docs/performance.md, "Threads"). Besides dlib's accuracy lines 
 mean IoU over the classes (pixels of ``label_to_ignore`` excluded, IoU averaged over the
 classes present in truth or prediction).
 Measured (default run, seeded, repeats exactly; 2-core machine shared with other jobs, load
-~4.4): validation pixel accuracy 0.976 and mean IoU 0.817 (goal 0.9 / 0.7), 48 s wall, 34 s
-CPU; details and the runner's numbers in docs/examples.md.
+~3): validation pixel accuracy 0.979 and mean IoU 0.842 (goal 0.9 / 0.7), 41-42 s wall, 40-44 s CPU
+(the loader thread runs beside the training one); details and the runner's numbers in
+docs/examples.md.
 """
 
 from __future__ import annotations
@@ -163,7 +164,7 @@ def train(args, log=print):
 
 
 def add_arguments(parser):
-    parser.add_argument("--steps", type=int, default=700, help="train_one_step calls")
+    parser.add_argument("--steps", type=int, default=850, help="train_one_step calls")
     parser.add_argument("--batch", type=int, default=8, help="mini-batch size (dlib's: 23)")
     parser.add_argument("--learning-rate", type=float, default=1e-2,
                         help="adam's (peak) learning rate")
