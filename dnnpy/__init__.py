@@ -31,8 +31,8 @@ from .loss import __all__ as _loss_all
 from .visitors import *  # noqa: F401,F403
 from .visitors import __all__ as _visitors_all
 from .parsing import net_type_from_string
-from .templates import (NetType, SUBNET, layer_template, loss_template, repeat,
-                        skip_templates, tag_templates)
+from .templates import (NetType, SUBNET, layer_template, loss_template, repeat, skip_template,
+                        skip_templates, tag_template, tag_templates)
 from .tensor import (StaleTensorError, alias_tensor, default_dtype, have_same_dimensions,
                      image_plane, read_only_view, resizable_tensor, tensor)
 from .tensor_tools import backend_info, force_cpu, force_numpy, get_num_threads, set_num_threads, use_cuda
@@ -56,7 +56,7 @@ __all__ = [
     "have_same_dimensions", "image_plane", "tensor_tools", "net_layers", "computational_nodes",
     "add_layer", "add_loss_layer", "add_tag_layer", "add_skip_layer", "repeat_layer", "layer",
     "input_layer", "repeat", "SUBNET", "NetType", "net_type_from_string", "layer_template",
-    "loss_template",
+    "loss_template", "tag_template", "skip_template",
     "test_layer", "layer_test_results", "test_loss", "loss_test_results", "force_cpu", "force_numpy", "use_cuda", "backend_info", "set_num_threads",
     "get_num_threads", "SerializationError", "sgd", "adam", "make_solvers", "load_mnist_dataset",
     "load_digits", "default_dtype",

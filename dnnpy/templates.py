@@ -21,7 +21,8 @@ from .core import add_layer, add_loss_layer, add_skip_layer, add_tag_layer, inpu
 from .inputs.base import input_layer
 
 __all__ = ["NetType", "layer_template", "loss_template", "SUBNET", "repeat", "tag_templates",
-           "skip_templates", "register_input", "registered", "is_input_type"]
+           "skip_templates", "tag_template", "skip_template", "register_input", "registered",
+           "is_input_type"]
 
 _REGISTRY = {}   # template name -> template, for the parser
 _INPUTS = {}     # input type expression -> input layer class, for the parser
@@ -237,6 +238,38 @@ def _make_tags():
 
 
 tag_templates, skip_templates = _make_tags()
+
+
+def _named_tag(kind, node_cls, name, tag_id):
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"{kind}_template: the name must be a Python identifier, got {name!r}")
+    if isinstance(tag_id, bool) or not isinstance(tag_id, numbers.Integral) or tag_id < 0:
+        raise ValueError(f"{kind}_template({name!r}, ...): the id must be an integer >= 0, got {tag_id!r}")
+    old = _REGISTRY.get(name)
+    if old is not None:
+        if isinstance(old, _tag_template) and old.node_cls is node_cls and old.id == tag_id:
+            return old   # the same declaration again (a module imported twice)
+        raise ValueError(f"{kind}_template({name!r}, {tag_id}): the name {name!r} is already "
+                         f"taken by {old!r}" + (f" (id {old.id})" if hasattr(old, "id") else ""))
+    return _tag_template(name, node_cls, int(tag_id))
+
+
+def tag_template(name, tag_id):
+    """A tag with any id, dlib's ``template <typename SUBNET> using NAME =
+    add_tag_layer<ID, SUBNET>;`` (e.g. ``utag1 = tag_template("utag1", 2101)``).
+
+    The result is used like ``tag1``: ``utag1[SUBNET]``, ``layer(net, utag1)``, and as the tag
+    argument of ``add_prev``, ``concat_``, ``resize_prev_to_tagged`` ... It prints as dlib does
+    (``tag2101``) and is registered under ``name`` for ``net_type_from_string``. Declaring the
+    same name with the same id again returns the same template; a name already used for
+    anything else raises ValueError."""
+    return _named_tag("tag", add_tag_layer, name, tag_id)
+
+
+def skip_template(name, tag_id):
+    """A skip to the nearest tag with id ``tag_id`` below it, dlib's ``add_skip_layer<ID,
+    SUBNET>``; see ``tag_template``."""
+    return _named_tag("skip", add_skip_layer, name, tag_id)
 
 
 def _make_subnet_placeholder():

@@ -32,7 +32,9 @@ __all__ = ["inference_type", "inference_copy", "recompute_bn_running_stats"]
 
 
 def _details_class(template):
-    return template.details_cls if isinstance(template, layer_template) else None
+    # a template's details_cls may be a factory function (concat2..concat5): not a class
+    cls = template.details_cls if isinstance(template, layer_template) else None
+    return cls if isinstance(cls, type) else None
 
 
 def inference_type(net_type: NetType) -> NetType:
