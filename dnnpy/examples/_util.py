@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import time
 from pathlib import Path
@@ -23,6 +24,29 @@ def base_parser(description: str) -> argparse.ArgumentParser:
                    help="a tiny run (a few seconds) that exercises every step; for tests")
     p.add_argument("--quiet", action="store_true", help="no per-epoch progress from the trainer")
     return p
+
+
+def add_threads_argument(parser, default=1):
+    parser.add_argument("--threads", type=int, default=default,
+                        help="dnnpy.set_num_threads for the run, undone at the end (0: leave as is)")
+
+
+@contextlib.contextmanager
+def num_threads(n):
+    """``dnnpy.set_num_threads(n)`` inside the block (``n == 0``: unchanged), undone after.
+
+    The examples that make their mini-batches in ``prefetch`` threads train on one thread by
+    default: their nets' ops are small, and on a 2-core machine oneDNN's second OpenMP thread
+    spins at every op's closing barrier while the loader thread wants that core
+    (docs/performance.md, "Threads")."""
+    before = dnnpy.get_num_threads()
+    if n:
+        dnnpy.set_num_threads(n)
+    try:
+        yield
+    finally:
+        if n and before is not None and before != n:
+            dnnpy.set_num_threads(before)
 
 
 def out_dir(path) -> Path:

@@ -27,9 +27,11 @@ held-out pair accuracy is about 0.92 and the embedding clusters new identities p
 num_right / num_wrong on one fresh 5x5 batch; this example prints those for a held-out batch,
 and the *pair accuracy* on all pairs of the held-out images, balanced (mean of the same-
 and different-identity pair accuracies, so that an untrained net scores about 0.5), before
-and after training. The default run (800 steps) reaches a held-out pair accuracy of 0.97
-(0.53 untrained) in about 43 s of CPU time (measured on a shared, overloaded 2-core machine
-with ``OMP_NUM_THREADS=1``). It saves the net in dlib's format
+and after training. It trains on one thread (``--threads 1``, undone at the end): beside the
+loader threads, oneDNN's second OpenMP thread spun at every small op's barrier (117 s wall
+with 2 threads, 41.5 s with 1, same result; docs/performance.md, "Threads"). The default run
+(800 steps) reaches a held-out pair accuracy of 0.97 (0.53 untrained) in 41.5 s wall, 40.5 s
+CPU (2-core machine shared with other jobs, load ~3). It saves the net in dlib's format
 (``metric_network_resnet.dat``) for ``dnnpy.examples.dnn_face_recognition``.
 """
 
@@ -41,7 +43,7 @@ import dnnpy
 from dnnpy import (add_prev1, add_prev2, avg_pool, avg_pool_everything, bn_con, con, fc_no_bias,
                    input_rgb_image, loss_metric, max_pool, relu, skip1, tag1, tag2)
 from dnnpy.data import dlib_rand, make_identities, prefetch
-from dnnpy.examples._util import Timer, base_parser, out_dir
+from dnnpy.examples._util import Timer, add_threads_argument, base_parser, num_threads, out_dir
 from dnnpy.image import disturb_colors, jitter_image
 from dnnpy.layers.base import seeded_initialisation
 
@@ -122,8 +124,14 @@ def group_by_label(images, labels):
 
 
 def train_metric_net(args, verbose_print=print):
-    """Build the data and train; returns ``(net, held_out_images, held_out_labels, results)``
-    (also used by dnn_face_recognition when it has no saved net)."""
+    """Build the data and train on ``args.threads`` threads; returns ``(net,
+    held_out_images, held_out_labels, results)`` (also used by dnn_face_recognition when it has
+    no saved net)."""
+    with num_threads(args.threads):
+        return _train_metric_net(args, verbose_print)
+
+
+def _train_metric_net(args, verbose_print):
     images, labels = make_identities(args.identities, args.images_per_identity, size=args.size,
                                      seed=args.seed)
     n_train = args.identities - args.held_out
@@ -174,6 +182,7 @@ def add_arguments(parser):
     parser.add_argument("--dims", type=int, default=128, help="embedding dimensions (dlib: 128)")
     parser.add_argument("--width", type=int, default=16, help="filters of the first level")
     parser.add_argument("--seed", type=int, default=0, help="seed of the data and the net")
+    add_threads_argument(parser)
 
 
 def quick_settings(args):

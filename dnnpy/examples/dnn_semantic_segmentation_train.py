@@ -45,7 +45,7 @@ import numpy as np
 
 import dnnpy
 from dnnpy.data import dlib_rand, make_scenes, prefetch
-from dnnpy.examples._util import Timer, base_parser, make_trainer, out_dir
+from dnnpy.examples._util import Timer, add_threads_argument, base_parser, make_trainer, num_threads, out_dir
 from dnnpy.examples.semantic_segmentation_net import NET_FILENAME, make_net_type, segment
 from dnnpy.geometry import move_rect, rectangle
 from dnnpy.image import (apply_random_color_offset, chip_details, chip_dims, extract_image_chip,
@@ -179,8 +179,7 @@ def add_arguments(parser):
     parser.add_argument("--crop", type=int, default=CROP, help="training crop size (odd)")
     parser.add_argument("--schedule", default="cosine", choices=("cosine", "constant"),
                         help="learning-rate schedule")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="dnnpy.set_num_threads for the run, undone at the end (0: leave as is)")
+    add_threads_argument(parser)
 
 
 def quick(args):
@@ -193,14 +192,8 @@ def main(argv=None) -> dict:
     args = parser.parse_args(argv)
     if args.quick:
         quick(args)
-    before = dnnpy.get_num_threads()
-    if args.threads:
-        dnnpy.set_num_threads(args.threads)
-    try:
+    with num_threads(args.threads):
         return run(args)
-    finally:
-        if args.threads and before != args.threads:
-            dnnpy.set_num_threads(before)
 
 
 def run(args) -> dict:
