@@ -213,8 +213,9 @@ def main(argv=None) -> dict:
             train_args = argparse.Namespace(**vars(args))
             results["training"] = train_ex.train(train_args, out, verbose=not args.quiet)
             path = out / train_ex.MODEL_NAME
-        net, rest = read_mmod_net(path, train_ex.make_net_type(tuple(args.filters), args.num_rcon,
-                                                              norm=affine))
+        net_type = train_ex.make_net_type(tuple(args.filters), args.num_rcon, norm=affine,
+                                          rcon_size=args.rcon_size, det_size=args.det_size)
+        net, rest = read_mmod_net(path, net_type)
         if rest:
             raise ValueError(f"{path}: {rest} bytes after the net (expected a net only)")
         print(f"loaded {path} (bn_con layers read as affine, as dlib's example does)")
