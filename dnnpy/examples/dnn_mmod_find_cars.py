@@ -21,6 +21,9 @@ detector instead: only its net is read (the ``shape_predictor`` after it is not,
 refinement is skipped); dlib's detector looks for photographed cars, not for G2's drawings,
 so its metric on a G2 scene means little.
 
+Measured (default run, net from the default training run): AP 0.8 on the fresh scene (precision
+1, recall 0.8), target 0.8; see dnn_mmod_train_find_cars for the training's numbers and time.
+
 The collapsed maps are computed for all pixels at once (the input layer's pyramid geometry and
 ``input_tensor_to_output_tensor`` take arrays of points), not per pixel as in dlib.
 """
@@ -213,8 +216,9 @@ def main(argv=None) -> dict:
             train_args = argparse.Namespace(**vars(args))
             results["training"] = train_ex.train(train_args, out, verbose=not args.quiet)
             path = out / train_ex.MODEL_NAME
-        net, rest = read_mmod_net(path, train_ex.make_net_type(tuple(args.filters), args.num_rcon,
-                                                              norm=affine))
+        net_type = train_ex.make_net_type(tuple(args.filters), args.num_rcon, norm=affine,
+                                          rcon_size=args.rcon_size, det_size=args.det_size)
+        net, rest = read_mmod_net(path, net_type)
         if rest:
             raise ValueError(f"{path}: {rest} bytes after the net (expected a net only)")
         print(f"loaded {path} (bn_con layers read as affine, as dlib's example does)")
