@@ -171,3 +171,25 @@ def test_dnn_introduction_learns_the_digits(tmp_path):
     r = dnn_introduction.main(["--quiet", "--epochs", "4", "--out", str(tmp_path)])
     assert r["testing_accuracy"] >= 0.93
     assert r["training_accuracy"] >= 0.93
+
+
+def test_every_example_is_in_the_index_and_takes_the_common_options(capsys):
+    """Each runnable example module (one with ``main``) is listed in docs/examples.md's index
+    with its command, and takes --quick and --out."""
+    import importlib
+    import pkgutil
+
+    import dnnpy.examples as pkg
+
+    index = (REPO / "docs" / "examples.md").read_text()
+    names = [m.name for m in pkgutil.iter_modules(pkg.__path__) if not m.name.startswith("_")]
+    runnable = [n for n in names if hasattr(importlib.import_module(f"dnnpy.examples.{n}"), "main")]
+    assert len(runnable) >= 16                     # autoencoder + 15 of dlib's examples
+    for name in runnable:
+        assert f"`python -m dnnpy.examples.{name}`" in index, name
+        mod = importlib.import_module(f"dnnpy.examples.{name}")
+        with pytest.raises(SystemExit) as e:
+            mod.main(["--help"])
+        assert e.value.code == 0
+        out = capsys.readouterr().out
+        assert "--quick" in out and "--out" in out, name
