@@ -42,6 +42,12 @@ def test_load_mini_batch_draws_five_distinct_identities():
     assert all(im.shape == (16, 16, 3) and im.dtype == np.uint8 for im in x)
     x2, y2 = dnn_metric_learning_on_images.load_mini_batch(5, 5, dnnpy.data.dlib_rand(3), objs)
     assert y == y2 and all(np.array_equal(a, b) for a, b in zip(x, x2))
+    # colors=False (the example's default): no disturb_colors, so a flat image keeps its value
+    # (jitter_image only adds 0 or blends with 0 at the borders); with dlib's colours it does not
+    x3, _ = dnn_metric_learning_on_images.load_mini_batch(5, 5, dnnpy.data.dlib_rand(3), objs,
+                                                          colors=False)
+    assert all(im[8, 8].tolist() == [10 * k] * 3 for im, k in zip(x3, y))
+    assert any(im[8, 8].tolist() != [10 * k] * 3 for im, k in zip(x, y))
     with pytest.raises(ValueError, match="num_people=8"):
         dnn_metric_learning_on_images.load_mini_batch(8, 5, dnnpy.data.dlib_rand(), objs)
 
