@@ -36,8 +36,8 @@ convolutions) leave valid; grey replicated into RGB for ``input_rgb_image``):
    the training 5-9 digits (and nearest class centre).
 
 The default run is seeded, so it repeats. Measured: held-out 5-9 1-NN accuracy 0.727 with the
-pretrained backbone vs 0.455 with a random one (nearest centre 0.818 vs 0.610); 340 s wall /
-120 s CPU on a 2-core machine at load 8-11 (shared; a quiet-machine time is still to be taken). ``--resnet50 FILE`` runs dlib's own steps on dlib's file instead (a 224x224 forward
+pretrained backbone vs 0.455 with a random one (nearest centre 0.818 vs 0.610); 11.5 s wall,
+21 s CPU (quiet 2-core machine, 2026-12-03). ``--resnet50 FILE`` runs dlib's own steps on dlib's file instead (a 224x224 forward
 through ResNet-50; dlib's layer ranges ``[2, 38)``, ``[38, 107)``, ... for its per-stage
 learning rates).
 """

@@ -57,11 +57,9 @@ rate before the net has learnt (with 4, it cut it within the first 8 test steps)
 dataset folder instead (with these scaled settings: use a GPU and dlib's own numbers for a
 real run).
 
-Measured (default run of ``dnn_mmod_find_cars``, which runs this training first; shared
-2-core machine at load ~7, ``OMP_WAIT_POLICY=passive``): testing precision / recall / AP
+Measured (default run (quiet 2-core machine, 2026-12-03)): testing precision / recall / AP
 1 / 0.85 / 0.85 (target: AP >= 0.8), upsampled testing AP 0.9, training 1 / 0.889 / 0.889
-(upsampled 0.933); 200 steps; 27 s CPU and 40 s wall for the training, the evaluations and
-find_cars together. The same settings with one thread gave testing AP 0.9 (training 0.933):
+(upsampled 0.933); 200 steps; 17 s wall, 26 s CPU. The same settings with one thread gave testing AP 0.9 (training 0.933):
 the thread count changes the sums' rounding, so the numbers move a little between machines.
 ``--seed 1``: testing AP 0.935 (training 0.975), 27 s CPU.
 """

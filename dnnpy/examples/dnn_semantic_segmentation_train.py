@@ -31,8 +31,8 @@ OpenMP pool beside the loader thread every op waited at libgomp's spinning barri
 step's CPU time (docs/performance.md, "Threads"). Besides dlib's accuracy lines it prints the
 mean IoU over the classes (pixels of ``label_to_ignore`` excluded, IoU averaged over the
 classes present in truth or prediction).
-Measured (default run, seeded, repeats exactly; 2-core machine shared with other jobs, load
-~3): validation pixel accuracy 0.979 and mean IoU 0.842 (goal 0.9 / 0.7), 41-42 s wall, 40-44 s CPU
+Measured (default run, seeded, repeats exactly; quiet 2-core machine, 2026-12-03): validation pixel accuracy
+0.979 and mean IoU 0.842 (goal 0.9 / 0.7), 34.6 s wall, 42 s CPU
 (the loader thread runs beside the training one); details and the runner's numbers in
 docs/examples.md.
 """
