@@ -65,6 +65,9 @@ def test_on_images_then_face_recognition_quick(tmp_path):
     assert f["net_path"] == r["net_path"]
     assert 1 <= f["num_clusters"] <= 16 and len(f["labels"]) == 16
     assert f["num_identities"] == 4 and 0.25 <= f["purity"] <= 1
+    # the first of the --sets sets is the one shown: its purity is part of the mean
+    assert f["sets"] == 2 and 0 <= f["sets_right"] <= 2
+    assert min(f["purity"], 0.25) <= f["mean_purity"] <= 1
     png = load_image(f["png"])
     assert png.ndim == 3 and png.shape[0] == 2 + f["num_clusters"] * 34
     assert f["descriptor"].shape == (128,) and f["jittered"].shape == (128,)
