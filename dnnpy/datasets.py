@@ -6,6 +6,8 @@
 - :func:`load_mnist_dataset`: dlib's ``load_mnist_dataset(folder, ...)`` for users who have
   MNIST's four files (raw or ``.gz``).
 - :func:`synthetic_images`: a deterministic set of smooth coloured images (the autoencoder's data).
+- :func:`load_shakespeare`: the text and prompt of dlib's small-language-model examples
+  (``slm_data.h``; public domain, see ``dnnpy/examples/data/SHAKESPEARE_LICENSE.txt``).
 
 Images come back as one uint8 array ``(n, rows, cols)`` (or ``(n, rows, cols, 3)``), which the
 input layers take as a batch (``input[np.uint8]``, ``input_rgb_image``); labels as an int64 array.
@@ -20,9 +22,22 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["load_digits", "load_mnist_dataset", "resize_bilinear", "synthetic_images",
-           "DIGITS_PATH"]
+           "load_shakespeare", "DIGITS_PATH"]
 
-DIGITS_PATH = Path(__file__).resolve().parent / "examples" / "data" / "digits.npz"
+_DATA = Path(__file__).resolve().parent / "examples" / "data"
+DIGITS_PATH = _DATA / "digits.npz"
+
+
+def load_shakespeare():
+    """``(text, prompt)``: dlib's ``shakespeare_text`` (its four parts concatenated, 15,322
+    characters of Richard III) and ``shakespeare_prompt`` (407 characters), byte for byte as
+    in dlib's ``examples/slm_data.h``."""
+    try:
+        return tuple((_DATA / name).read_bytes().decode("utf-8")
+                     for name in ("shakespeare.txt", "shakespeare_prompt.txt"))
+    except FileNotFoundError as e:
+        raise FileNotFoundError(f"load_shakespeare: the shipped file {e.filename} is missing "
+                                f"(a broken install? reinstall dnnpy)") from None
 
 
 # ----------------------------------------------------------------------------------------

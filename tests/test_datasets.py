@@ -201,3 +201,12 @@ def test_png_bad_input(tmp_path):
     (tmp_path / "b.png").write_bytes(b"GIF89a....")
     with pytest.raises(ValueError, match="not a PNG"):
         png.read_png(tmp_path / "b.png")
+
+
+def test_load_shakespeare_is_dlibs_text():
+    from dnnpy.datasets import load_shakespeare
+
+    text, prompt = load_shakespeare()
+    assert (len(text), len(prompt)) == (15322, 407)        # dlib's slm_data.h, as the report counts
+    assert text.startswith("QUEEN ELIZABETH:\nSend to her, by the man that slew her brothers,")
+    assert prompt.startswith("QUEEN ELIZABETH:\n") and "\r" not in text
