@@ -15,11 +15,11 @@ from .imglab import (ImageDatasetError, image_dataset_file, load_image_dataset,
 from .prefetch import prefetch
 from ..rand import dlib_rand
 from .randomize import randomize_samples
-from .scenes import SCENE_KINDS, make_scene, make_scenes, scene, write_scene_dataset
+from .scenes import SCENE_KINDS, SMILEY_PARTS, make_scene, make_scenes, scene, write_scene_dataset
 
 __all__ = ["randomize_samples", "dlib_rand", "chinese_whispers", "chinese_whispers_clustering",
            "image_dataset_metadata", "ImageDatasetError", "image_dataset_file",
            "load_image_dataset", "load_image_dataset_metadata", "save_image_dataset_metadata",
            "average_precision", "test_object_detection_function", "prefetch",
-           "SCENE_KINDS", "scene", "make_scene", "make_scenes", "write_scene_dataset",
+           "SCENE_KINDS", "SMILEY_PARTS", "scene", "make_scene", "make_scenes", "write_scene_dataset",
            "make_identities", "identity_parameters"]

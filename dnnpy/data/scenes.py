@@ -49,7 +49,7 @@ from ..loss.per_pixel import label_to_ignore
 from ..rand import dlib_rand
 from . import imglab
 
-__all__ = ["SCENE_KINDS", "scene", "make_scene", "make_scenes", "write_scene_dataset"]
+__all__ = ["SCENE_KINDS", "SMILEY_PARTS", "scene", "make_scene", "make_scenes", "write_scene_dataset"]
 
 # kind -> box aspect ratio (width / height)
 _ASPECT = {"smiley": 1.0, "car": 2.0, "car_front": 2.0, "truck": 1 / 1.5, "van": 1.0,
@@ -64,14 +64,18 @@ class scene:
     label = kind), ``class_labels`` (rows x cols uint16: 0 background, i+1 for ``kinds[i]``,
     ``label_to_ignore`` on the ring around each object and over ignore regions),
     ``instance_labels`` (uint16: 0 background, j+1 for ``boxes[j]``, ``label_to_ignore`` as
-    above and over ignore regions) and ``class_names`` (``("background",) + kinds``)."""
+    above and over ignore regions), ``class_names`` (``("background",) + kinds``) and
+    ``parts`` (one dict per box, ``name -> (x, y)`` float pixel coordinates of the object's
+    landmarks; ``SMILEY_PARTS`` for a smiley, empty for the other kinds: the hipsterizer
+    example's truth, dlib's imglab ``part`` elements)."""
 
-    __slots__ = ("image", "boxes", "class_labels", "instance_labels", "class_names")
+    __slots__ = ("image", "boxes", "class_labels", "instance_labels", "class_names", "parts")
 
-    def __init__(self, image, boxes, class_labels, instance_labels, class_names):
+    def __init__(self, image, boxes, class_labels, instance_labels, class_names, parts=None):
         self.image, self.boxes = image, boxes
         self.class_labels, self.instance_labels = class_labels, instance_labels
         self.class_names = class_names
+        self.parts = [{} for _ in boxes] if parts is None else parts
 
     def __repr__(self):
         rows, cols = self.image.shape[:2]
@@ -106,10 +110,16 @@ def _wheels(u, v, y0=0.55, y1=0.98, x=0.7, half=0.17):
     return _rect(u, v, -x - half, -x + half, y0, y1) | _rect(u, v, x - half, x + half, y0, y1)
 
 
+# a smiley's landmarks on its (u, v) grid: the eyes' centres (image left and right) and the
+# middle of the mouth's arc (its lowest point, between radii 0.45 and 0.62 around (0, -0.05))
+SMILEY_PARTS = {"left_eye": (-0.38, -0.3), "right_eye": (0.38, -0.3), "mouth": (0.0, 0.485)}
+
+
 def _draw_smiley(u, v, gen):
     face = np.array([gen.integers(220, 256), gen.integers(170, 230), gen.integers(0, 60)], np.float32)
     dark = np.float32([40, 25, 10])
-    eyes = _disc(u, v, 0.16, -0.38, -0.3) | _disc(u, v, 0.16, 0.38, -0.3)
+    (lx, ly), (rx, ry) = SMILEY_PARTS["left_eye"], SMILEY_PARTS["right_eye"]
+    eyes = _disc(u, v, 0.16, lx, ly) | _disc(u, v, 0.16, rx, ry)
     r2 = u * u + (v + 0.05) ** 2
     mouth = (r2 >= 0.45 ** 2) & (r2 <= 0.62 ** 2) & (v > 0.15)
     return [(_disc(u, v, 0.97), face), (eyes | mouth, dark)]
@@ -206,6 +216,15 @@ def _paint(img, top, left, h, w, kind, gen):
     for mask, colour in layers:
         region[mask] = np.minimum(colour * light, 255)
     return layers[0][0]
+
+
+def _parts(kind, top, left, h, w):
+    """The landmarks of an object drawn in the box (top, left, h, w): pixel (x, y) of grid
+    point (u, v) is ``left + (u + 1) w / 2 - 0.5`` (``_paint``'s grid, inverted)."""
+    if kind != "smiley":
+        return {}
+    return {name: (left + (u + 1) * w / 2 - 0.5, top + (v + 1) * h / 2 - 0.5)
+            for name, (u, v) in SMILEY_PARTS.items()}
 
 
 def _ring(mask):
@@ -309,7 +328,7 @@ def make_scene(rnd, rows=120, cols=160, kinds=("smiley",), num_objects=(2, 4), s
     cls = np.zeros((rows, cols), np.uint16)
     inst = np.zeros((rows, cols), np.uint16)
     placer = _Placer(gen, rows, cols)
-    boxes = []
+    boxes, parts = [], []
 
     for _ in range(int(ignore_regions)):
         h = int(gen.integers(rows // 4, rows // 2 + 1))
@@ -325,6 +344,7 @@ def make_scene(rnd, rows=120, cols=160, kinds=("smiley",), num_objects=(2, 4), s
         cls[top:top + h, left:left + w] = label_to_ignore
         inst[top:top + h, left:left + w] = label_to_ignore
         boxes.append(mmod_rect(rectangle(left, top, left + w - 1, top + h - 1), ignore=True, label="crowd"))
+        parts.append({})
 
     objects = []
     for _ in range(int(gen.integers(count[0], count[1] + 1))):
@@ -354,11 +374,12 @@ def make_scene(rnd, rows=120, cols=160, kinds=("smiley",), num_objects=(2, 4), s
         inst[ys, xs][ring] = label_to_ignore
         boxes.append(mmod_rect(rectangle(left, top, left + w - 1, top + h - 1),
                                ignore=s < ignore_below, label=kind))
+        parts.append(_parts(kind, top, left, h, w))
 
     if noise:
         img += gen.normal(0, noise, img.shape).astype(np.float32)
     image = np.clip(np.rint(img), 0, 255).astype(np.uint8)
-    return scene(image, boxes, cls, inst, ("background",) + kinds)
+    return scene(image, boxes, cls, inst, ("background",) + kinds, parts)
 
 
 def make_scenes(n, seed=0, **kwargs) -> list:
@@ -372,7 +393,8 @@ def make_scenes(n, seed=0, **kwargs) -> list:
 def write_scene_dataset(folder, scenes, xml_name="training.xml", prefix=None) -> Path:
     """Writes each scene's image as a PNG (``<prefix>_000.png``, ...; prefix defaults to the
     XML name's stem) and an imglab XML file listing them with their boxes (label, ignore
-    flag), readable by ``load_image_dataset``. The XML is written last and atomically, so a
+    flag, parts rounded to whole pixels as dlib's XML holds them), readable by
+    ``load_image_dataset``. The XML is written last and atomically, so a
     file that exists is complete. Returns the XML's path."""
     folder = Path(os.fspath(folder))
     folder.mkdir(parents=True, exist_ok=True)
@@ -383,8 +405,12 @@ def write_scene_dataset(folder, scenes, xml_name="training.xml", prefix=None) ->
         name = f"{prefix}_{i:03d}.png"
         save_png(sc.image, folder / name)
         rows, cols = sc.image.shape[:2]
-        meta.images.append(imglab.image(name, [imglab.box(b.rect, label=b.label, ignore=b.ignore)
-                                               for b in sc.boxes], width=cols, height=rows))
+        # boxes a caller appended after make_scene have no parts entry
+        parts = list(sc.parts[:len(sc.boxes)]) + [{}] * (len(sc.boxes) - len(sc.parts))
+        meta.images.append(imglab.image(name, [
+            imglab.box(b.rect, label=b.label, ignore=b.ignore,
+                       parts={k: (int(np.floor(x + 0.5)), int(np.floor(y + 0.5))) for k, (x, y) in p.items()})
+            for b, p in zip(sc.boxes, parts)], width=cols, height=rows))
     path = folder / xml_name
     imglab.save_image_dataset_metadata(meta, path)
     return path

@@ -157,8 +157,10 @@ def print_results(what, net, images, boxes, overlaps_ignore):
     return p, r, ap
 
 
-def train(args, out, verbose=True) -> dict:
-    """The whole of dlib's example; returns the metrics and paths."""
+def train(args, out, verbose=True, model_name=MODEL_NAME) -> dict:
+    """The whole of dlib's example; returns the metrics and paths. The net is saved as
+    ``out / model_name`` (dnn_mmod_find_cars2 saves its front + rear detector under dlib's
+    name for that one)."""
     timer = Timer()
     if args.xml_dir:
         train_xml, test_xml = f"{args.xml_dir}/training.xml", f"{args.xml_dir}/testing.xml"
@@ -237,7 +239,7 @@ def train(args, out, verbose=True) -> dict:
     print(f"done training ({steps} steps, {cnt - 1 - steps} test steps, learning rate "
           f"{trainer.get_learning_rate():g}, {train_seconds:.1f} s)")
     net.clean()
-    net_path = out / MODEL_NAME
+    net_path = out / model_name
     dnnpy.serialize(net, net_path, format="dlib")
     print(f"saved the net to {net_path} in dlib's format")
     print(trainer)
