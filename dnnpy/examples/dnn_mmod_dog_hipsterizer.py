@@ -332,8 +332,11 @@ def main(argv=None) -> dict:
     results["box_only_error"] = float(np.mean(base_errors)) if base_errors else float("nan")
     print(f"{num_faces} faces found in {len(scenes)} scenes, {results['num_matched']} matched to a "
           f"truth smiley")
-    print(f"mean landmark error: {results['mean_landmark_error']:.3f} px (the box alone: "
-          f"{results['box_only_error']:.3f} px)")
+    if errors:
+        print(f"mean landmark error: {results['mean_landmark_error']:.3f} px (the box alone: "
+              f"{results['box_only_error']:.3f} px)")
+    else:   # the error is undefined (NaN in the results), not zero: say so
+        print("mean landmark error: none measured (no detection matched a truth smiley)")
     results["png_path"] = save_png(join_rows(tile_images(frames), tile_images(hip)), out / "hipsterizer.png")
     print(f"wrote the wireframes and the hipsterized smileys to {results['png_path']}")
     results["seconds"] = timer()
