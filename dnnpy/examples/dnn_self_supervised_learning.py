@@ -180,7 +180,7 @@ def add_arguments(parser):
     parser.add_argument("--cifar", default=None,
                         help="folder with CIFAR-10's binary files (data_batch_1.bin ... "
                              "test_batch.bin) instead of the generated shape classes")
-    parser.add_argument("--steps", type=int, default=300, help="train_one_step calls")
+    parser.add_argument("--steps", type=int, default=200, help="train_one_step calls")
     parser.add_argument("--batch", type=int, default=32, help="image pairs per mini-batch (dlib: 64)")
     parser.add_argument("--dims", type=int, default=128, help="projector dimensions (dlib: 128)")
     parser.add_argument("--hidden", type=int, default=512, help="projector hidden units (dlib: 512)")
@@ -189,7 +189,7 @@ def add_arguments(parser):
     parser.add_argument("--learning-rate", type=float, default=1e-3, help="adam's learning rate")
     parser.add_argument("--fraction", type=float, default=0.1,
                         help="fraction of the training labels the linear classifier uses")
-    parser.add_argument("--width", type=int, default=16, help="filters of the first level")
+    parser.add_argument("--width", type=int, default=8, help="filters of the first level")
     parser.add_argument("--images-per-class", type=int, default=200,
                         help="G4 training images per class (labels used only by the probe)")
     parser.add_argument("--test-per-class", type=int, default=100, help="G4 test images per class")
@@ -206,10 +206,10 @@ def main(argv=None) -> dict:
     parser = base_parser(" ".join(__doc__.split("\n\n")[0].split()))
     add_arguments(parser)
     args = parser.parse_args(argv)
-    if args.quick:
-        quick_settings(args)
     if not 0 < args.fraction <= 1:
         parser.error(f"--fraction must be in (0, 1], got {args.fraction}")
+    if args.quick:
+        quick_settings(args)
     out = out_dir(args.out)
     timer = Timer()
     with num_threads(args.threads):
