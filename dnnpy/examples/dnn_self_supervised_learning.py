@@ -32,7 +32,10 @@ linear-probe test accuracy with the SSL features against the same probe on the f
 the same architecture, randomly initialised (its bn running statistics recomputed on the
 training images, so that it is a fair baseline); both are printed.
 
-Measured (see docs/examples.md): MEASURED.
+Measured (default run, 2-core machine shared at load ~10, one thread): 200 steps of 32 pairs,
+loss 128 -> 36; linear-probe test accuracy 0.156 with the SSL features against 0.119 with
+random-init features (+0.037; the goal of +0.15 is NOT met: both are close to chance, 0.1, on
+G4 with 20 labels per class), 38 s CPU, 95 s wall. --quick: about 1 s.
 """
 
 from __future__ import annotations
