@@ -18,7 +18,9 @@ from . import tensor_tools
 from .core import (add_layer, add_loss_layer, add_skip_layer, add_tag_layer, input_layer, layer,
                    computational_nodes, net_layers, repeat_layer)
 from .errors import SerializationError
-from .datasets import load_digits, load_mnist_dataset
+from .datasets import load_cifar_10_dataset, load_digits, load_mnist_dataset
+from .linear_classifier import (auto_train_multiclass_linear_classifier,
+                                multiclass_linear_decision_function)
 from .solvers import adam, make_solvers, sgd
 from .serialization import deserialize, deserialize_objects, load, serialize, serialize_objects
 from .geometry import drectangle, ignored_mmod_rect, mmod_rect, rectangle, test_box_overlap
@@ -58,7 +60,8 @@ __all__ = [
     "input_layer", "repeat", "SUBNET", "NetType", "net_type_from_string", "layer_template",
     "loss_template", "tag_template", "skip_template",
     "test_layer", "layer_test_results", "test_loss", "loss_test_results", "force_cpu", "force_numpy", "use_cuda", "backend_info", "set_num_threads",
-    "get_num_threads", "SerializationError", "sgd", "adam", "make_solvers", "load_mnist_dataset",
+    "get_num_threads", "SerializationError", "sgd", "adam", "make_solvers", "load_mnist_dataset", "load_cifar_10_dataset",
+    "auto_train_multiclass_linear_classifier", "multiclass_linear_decision_function",
     "load_digits", "default_dtype",
     "serialize", "deserialize", "load", "serialize_objects", "deserialize_objects",
     "dnn_trainer", "TrainingDivergedError", "randomize_samples", "load_image_dataset",

@@ -5,6 +5,8 @@
   optionally upsampled (bilinear) to e.g. 28x28 for LeNet, optionally split into train/test.
 - :func:`load_mnist_dataset`: dlib's ``load_mnist_dataset(folder, ...)`` for users who have
   MNIST's four files (raw or ``.gz``).
+- :func:`load_cifar_10_dataset`: dlib's ``load_cifar_10_dataset(folder, ...)`` for users who
+  have CIFAR-10's six binary files.
 - :func:`synthetic_images`: a deterministic set of smooth coloured images (the autoencoder's data).
 - :func:`load_shakespeare`: the text and prompt of dlib's small-language-model examples
   (``slm_data.h``; public domain, see ``dnnpy/examples/data/SHAKESPEARE_LICENSE.txt``).
@@ -21,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["load_digits", "load_mnist_dataset", "resize_bilinear", "synthetic_images",
+__all__ = ["load_digits", "load_mnist_dataset", "load_cifar_10_dataset", "resize_bilinear", "synthetic_images",
            "load_shakespeare", "DIGITS_PATH"]
 
 _DATA = Path(__file__).resolve().parent / "examples" / "data"
@@ -187,6 +189,70 @@ def load_mnist_dataset(folder):
         if y.size and int(y.max()) > 9:
             raise ValueError(f"load_mnist_dataset: {p} holds label {int(y.max())}, expected 0..9")
     return (train_x.copy(), train_y.astype(np.int64), test_x.copy(), test_y.astype(np.int64))
+
+
+# ----------------------------------------------------------------------------------------
+# CIFAR-10
+
+CIFAR_10_TRAINING_FILES = tuple(f"data_batch_{i}.bin" for i in range(1, 6))
+CIFAR_10_TESTING_FILE = "test_batch.bin"
+_CIFAR_RECORD = 1 + 3 * 32 * 32       # a label byte, then the R, G and B planes, 32x32 each
+
+
+def _read_cifar_batch(path: Path):
+    """One CIFAR-10 binary batch: ``(images (n, 32, 32, 3) uint8, labels (n,) int64)``."""
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise ValueError(f"load_cifar_10_dataset: unable to read {path}: {e}") from None
+    n, extra = divmod(len(data), _CIFAR_RECORD)
+    if n == 0 or extra:
+        raise ValueError(f"load_cifar_10_dataset: {path} has {len(data)} bytes, not a whole "
+                         f"number of {_CIFAR_RECORD}-byte records (1 label byte + 3072 pixel "
+                         f"bytes); {n} records and {extra} bytes left over: the file is truncated "
+                         f"or not a CIFAR-10 binary batch (the python or matlab version?)")
+    records = np.frombuffer(data, np.uint8).reshape(n, _CIFAR_RECORD)
+    labels = records[:, 0].astype(np.int64)
+    if int(labels.max()) > 9:
+        bad = int(np.argmax(labels > 9))
+        raise ValueError(f"load_cifar_10_dataset: {path} record {bad} has label {int(labels[bad])}, "
+                         f"expected 0..9 (a CIFAR-100 file?)")
+    # planes (n, 3, 32, 32) -> interleaved (n, 32, 32, 3), one copy
+    images = np.ascontiguousarray(records[:, 1:].reshape(n, 3, 32, 32).transpose(0, 2, 3, 1))
+    return images, labels
+
+
+def load_cifar_10_dataset(folder):
+    """dlib's ``load_cifar_10_dataset``: reads CIFAR-10's binary version from ``folder``.
+
+    The files are ``data_batch_1.bin`` .. ``data_batch_5.bin`` (training) and
+    ``test_batch.bin`` (testing), as in ``cifar-10-binary.tar.gz``; ``folder`` may also be the
+    folder above the unpacked ``cifar-10-batches-bin``. Each record is one label byte (0..9)
+    then 3072 bytes: the red, green and blue planes, 32x32 each, row-major.
+
+    Returns ``(training_images, training_labels, testing_images, testing_labels)``: uint8
+    ``(n, 32, 32, 3)`` RGB arrays (what ``input_rgb_image`` takes) and int64 label arrays.
+    dlib insists on 10000 records per file; this accepts any whole number of records (so tiny
+    test files work). A missing file raises ``FileNotFoundError``, a file whose size is not a
+    whole number of 3073-byte records or that holds a label above 9 ``ValueError``, each naming
+    the file (and the byte counts)."""
+    folder = Path(os.fspath(folder))
+    if not folder.is_dir():
+        raise FileNotFoundError(f"load_cifar_10_dataset: {folder} is not a directory")
+    if (not (folder / CIFAR_10_TESTING_FILE).is_file()
+            and (folder / "cifar-10-batches-bin" / CIFAR_10_TESTING_FILE).is_file()):
+        folder = folder / "cifar-10-batches-bin"
+    names = CIFAR_10_TRAINING_FILES + (CIFAR_10_TESTING_FILE,)
+    for name in names:                       # all missing files checked before any reading
+        if not (folder / name).is_file():
+            missing = [n for n in names if not (folder / n).is_file()]
+            raise FileNotFoundError(f"load_cifar_10_dataset: unable to open file {name} in "
+                                    f"{folder} (missing: {', '.join(missing)}); get the binary "
+                                    f"version from https://www.cs.toronto.edu/~kriz/cifar.html")
+    train = [_read_cifar_batch(folder / name) for name in CIFAR_10_TRAINING_FILES]
+    test_x, test_y = _read_cifar_batch(folder / CIFAR_10_TESTING_FILE)
+    return (np.concatenate([x for x, _ in train]), np.concatenate([y for _, y in train]),
+            test_x, test_y)
 
 
 # ----------------------------------------------------------------------------------------

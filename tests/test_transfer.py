@@ -88,3 +88,22 @@ def test_mismatched_structures_name_the_layer_and_change_nothing():
 def test_copy_net_as_names_the_layer():
     with pytest.raises(TypeError, match=r"copy_net_as: the nets differ at layer<0>: loss_multiclass_log_"):
         dnnpy.copy_net_as(classifier_t(), metric_t)
+
+
+def test_rgb_input_layers_convert_as_dlib_does():
+    # dlib: loss_metric<backbone<input_rgb_image>> fnet(layer<5>(barlow_twins_net)): the pair
+    # input becomes an input_rgb_image with the same channel means (dlib's converting ctor)
+    from dnnpy import input_rgb_image, input_rgb_image_pair
+    src = relu[fc[3, input_rgb_image_pair]]()
+    src.input_node().set_input_layer(input_rgb_image_pair(1.0, 2.0, 3.0))
+    a, b = np.full((2, 2, 3), 9, np.uint8), np.full((2, 2, 3), 200, np.uint8)
+    src([(a, b)])
+    dst = loss_metric[relu[fc[3, input_rgb_image]]]()
+    copy_subnet(dst.subnet(), src)
+    moved = dst.input_layer()
+    assert type(moved) is input_rgb_image and moved.get_avg_blue() == 3.0
+    got = dst.subnet()([b])
+    np.testing.assert_allclose(np.asarray(got).reshape(-1),
+                               np.asarray(src.get_output().numpy())[1].reshape(-1), rtol=1e-6)
+    with pytest.raises(TypeError, match="input layer"):    # not the other way round
+        copy_subnet(relu[fc[3, dnnpy.input[np.uint8]]](), src)

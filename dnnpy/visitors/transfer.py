@@ -15,6 +15,8 @@ import copy
 
 from ..core import add_layer, add_loss_layer, input_node, repeat_layer
 from ..core.nodes import net_node, subnet_wrapper, wrapper_state
+from ..inputs.base import input_rgb_image, rgb_averages
+from ..inputs.images import input_rgb_image_pair
 from ..layers.affine import affine_
 from ..layers.dropout import dropout_, multiply_
 from ..layers.norm import bn_
@@ -29,6 +31,19 @@ def _convertible(src_cls, dst_cls) -> bool:
     constructors: ``affine_(const bn_&)``, ``multiply_(const dropout_&)``)."""
     return (src_cls is dst_cls or (issubclass(dst_cls, affine_) and issubclass(src_cls, bn_))
             or (issubclass(dst_cls, multiply_) and issubclass(src_cls, dropout_)))
+
+
+def _input_convertible(src_layer, dst_layer) -> bool:
+    """Whether dlib builds ``dst_layer``'s input type from ``src_layer``'s: the same type, or
+    dlib's converting constructors of ``input_rgb_image`` and ``input_rgb_image_pair`` from
+    the other RGB input layers (they copy the channel means), so that
+    ``loss_metric<backbone<input_rgb_image>> fnet(layer<5>(barlow_twins_net))`` works.
+    (dlib also builds ``input_rgb_image_sized`` from ``input_rgb_image``; not done here: the
+    size check would be silently dropped or added.)"""
+    if type(src_layer) is type(dst_layer):
+        return True
+    return (isinstance(src_layer, rgb_averages)
+            and type(dst_layer) in (input_rgb_image, input_rgb_image_pair))
 
 
 def _convert_details(src, dst_example):
@@ -81,7 +96,7 @@ def _pairs(who, src, dst, index, out):
         if type(src) is not type(dst):
             raise differ()
         if isinstance(dst, input_node):
-            if type(src.input_layer()) is not type(dst.input_layer()):
+            if not _input_convertible(src.input_layer(), dst.input_layer()):
                 raise differ()
             out.append((src, dst))
             return
@@ -119,9 +134,14 @@ def _as_node(who, role, x):
 def _copy_pair(src, dst):
     if isinstance(dst, input_node):
         if src is not dst:
-            dst.set_input_layer(copy.deepcopy(src.input_layer()))
+            if type(src.input_layer()) is type(dst.input_layer()):
+                dst.set_input_layer(copy.deepcopy(src.input_layer()))
+                factor = src.sample_expansion_factor()
+            else:                 # an RGB input converted: the means travel, the kind stays
+                dst.set_input_layer(type(dst.input_layer())(src.input_layer()))
+                factor = dst.sample_expansion_factor()
             # the input settings travel; the last batch and its gradient do not
-            dst.set_input_state(None, resizable_tensor(), True, src.sample_expansion_factor())
+            dst.set_input_state(None, resizable_tensor(), True, factor)
         return
     if isinstance(dst, add_loss_layer):
         dst.set_loss_details(_convert_details(src.loss_details(), dst.loss_details()))
@@ -157,7 +177,8 @@ def copy_subnet(dst, src):
     pyramid). Not copied: cached outputs and gradients (run a forward), and the layers above
     ``dst``, which keep their own parameters (the new top). A layer may be converted as dlib
     converts it: ``bn_con``/``bn_fc`` into ``affine`` (running statistics folded in),
-    ``dropout`` into ``multiply``.
+    ``dropout`` into ``multiply``, and one RGB input layer into another (``input_rgb_image_pair``
+    into ``input_rgb_image``: the channel means travel).
 
     Requires: the same structure from ``dst`` and ``src`` down (node kinds, layer templates
     and their arguments, tag ids, repeat counts, input layer types), else TypeError naming
