@@ -32,7 +32,7 @@ import numpy as np
 from dnnpy import deserialize_objects
 from dnnpy.data import dlib_rand
 from dnnpy.examples import dnn_instance_segmentation_train as inst_train
-from dnnpy.examples._util import Timer, base_parser, out_dir
+from dnnpy.examples._util import Timer, add_threads_argument, base_parser, num_threads, out_dir
 from dnnpy.examples.instance_segmentation_net import (NET_FILENAME, det_net_type, predict_mask,
                                                       seg_net_type)
 from dnnpy.image import draw_rectangle, join_rows, overlay, save_png, tile_images
@@ -89,9 +89,16 @@ def main(argv=None) -> dict:
                         help=f"the trained nets (default: OUT/{NET_FILENAME}, trained if missing)")
     parser.add_argument("--images", type=int, default=12, help="fresh G2 scenes to run on")
     parser.add_argument("--seed", type=int, default=0, help="seed of the scenes (10000 + seed)")
+    add_threads_argument(parser)
     args = parser.parse_args(argv)
     if args.quick:
         args.images = 2
+    with num_threads(args.threads):
+        return run(args)
+
+
+def run(args) -> dict:
+    """``main``'s work, with its parsed arguments (the thread count already set)."""
     out = out_dir(args.out)
     net_path = Path(args.net) if args.net else out / NET_FILENAME
     det_net, seg_nets = load_or_train(net_path, args)

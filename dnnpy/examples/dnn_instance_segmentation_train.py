@@ -39,8 +39,10 @@ detection of its label with the highest box IoU (>= 0.5, each detection used onc
 is ``predict_mask`` (the runner's: chip, net, bilinear resize, > 0), and its IoU is taken
 against the instance's pixels (the ignore ring left out); a missed instance counts 0.
 
-Measured (default run, seeded; shared 2-core machine, OMP_NUM_THREADS=1, noisy): see
-docs/examples.md.
+It trains on one thread (``--threads 1``, undone at the end), as dnn_semantic_segmentation_train:
+the nets' ops are tiny, and oneDNN's second OpenMP thread only spins at each op's barrier.
+
+Measured (default run, seeded; shared 2-core machine, noisy timings): see docs/examples.md.
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ import numpy as np
 import dnnpy
 from dnnpy import serialize_objects, test_box_overlap
 from dnnpy.data import dlib_rand, make_scenes, test_object_detection_function
-from dnnpy.examples._util import Timer, base_parser, out_dir
+from dnnpy.examples._util import Timer, add_threads_argument, base_parser, num_threads, out_dir
 from dnnpy.examples.dnn_mmod_train_find_cars import ignore_overlapped_boxes
 from dnnpy.examples.instance_segmentation_net import (NET_FILENAME, SEG_DIM, det_net_type,
                                                       get_cropping_rect, predict_mask, seg_net_type)
@@ -224,6 +226,7 @@ def add_arguments(parser):
     parser.add_argument("--batch", type=int, default=16,
                         help="mini-batch size (dlib: 35 detector crops, 100 mask chips)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the scenes, crops and weights")
+    add_threads_argument(parser)
 
 
 def main(argv=None) -> dict:
@@ -232,6 +235,12 @@ def main(argv=None) -> dict:
     args = parser.parse_args(argv)
     if args.quick:
         args.train, args.test, args.det_steps, args.seg_steps, args.batch = 3, 2, 2, 2, 4
+    with num_threads(args.threads):
+        return run(args)
+
+
+def run(args) -> dict:
+    """``main``'s work, with its parsed arguments (the thread count already set)."""
     out = out_dir(args.out)
     timer, cpu0 = Timer(), time.process_time()
     verbose = not args.quiet
