@@ -81,16 +81,21 @@ def resize_and_concat(TAGGED, PREV_RESIZED, SUBNET):
     return concat2[TAGGED, PREV_RESIZED, PREV_RESIZED[resize_prev_to_tagged[TAGGED, SUBNET]]]
 
 
-def make_net_type(class_count, testing=False, levels=2, repeats=0):
+def make_net_type(class_count, testing=False, levels=2, repeats=0,
+                  loss=loss_multiclass_log_per_pixel, widths=WIDTHS):
     """dlib's ``bnet_type`` (``testing=False``) or ``anet_type`` (``testing=True``: ``affine``
-    for ``bn_con``) with ``levels`` (1..4) levels of widths ``WIDTHS`` and ``repeats`` extra
-    residual blocks per level (dlib: 4 levels, 2 repeats, widths x8)."""
+    for ``bn_con``) with ``levels`` (1..4) levels of widths ``widths`` and ``repeats`` extra
+    residual blocks per level (dlib: 4 levels, 2 repeats, widths x8). ``loss``: the loss
+    template on top (dlib's instance segmentation header: ``loss_binary_log_per_pixel`` with
+    ``class_count`` 1)."""
     if not 1 <= levels <= 4:
         raise ValueError(f"make_net_type: levels must be 1..4, got {levels}")
     if repeats < 0:
         raise ValueError(f"make_net_type: repeats must be >= 0, got {repeats}")
     BN = affine if testing else bn_con
-    w0 = WIDTHS[0]
+    if len(widths) < levels:
+        raise ValueError(f"make_net_type: {levels} levels need {levels} widths, got {widths}")
+    w0 = widths[0]
     net = relu[BN[con[w0, 7, 7, 2, 2, input[rgb_pixel]]]]
     net = max_pool[3, 3, 2, 2, utags[0][net]]
     # going down: level1 keeps the resolution, the others halve it; the output of each level
@@ -98,13 +103,13 @@ def make_net_type(class_count, testing=False, levels=2, repeats=0):
     for i in range(levels):
         if i > 0:
             net = utags[i][net]
-        net = _level(res if i == 0 else res_down, WIDTHS[i], BN, repeats, net)
+        net = _level(res if i == 0 else res_down, widths[i], BN, repeats, net)
     # coming up: each level doubles the resolution and is concatenated with the tagged one
     for i in reversed(range(levels)):
-        net = _level(res_up, WIDTHS[i], BN, repeats, net)
+        net = _level(res_up, widths[i], BN, repeats, net)
         net = resize_and_concat(utags[i], utags_[i], net)
-    return loss_multiclass_log_per_pixel[cont[class_count, 1, 1, 1, 1,
-                                              relu[BN[cont[w0, 7, 7, 2, 2, net]]]]]
+    return loss[cont[class_count, 1, 1, 1, 1,
+                     relu[BN[cont[w0, 7, 7, 2, 2, net]]]]]
 
 
 def crop_to_input(label_image, rows, cols):
