@@ -43,9 +43,9 @@ import numbers
 
 import numpy as np
 
-from ..core import layer
+from ..core import add_tag_layer, layer
 from ..geometry import centered_drect, drectangle, test_box_overlap
-from ..templates import loss_template, tag_templates
+from ..templates import _template, loss_template
 from ._serialize import (read_count, read_string_vector, read_test_box_overlap, write_string_vector,
                          write_test_box_overlap)
 from .base import loss_layer
@@ -83,8 +83,11 @@ class anchor_box_details:
 
 
 def _tag_id(tag, who):
-    if not any(tag is t for t in tag_templates):
-        raise TypeError(f"{who}: expected a tag template (tag1..tag10), got {tag!r}")
+    """The id of a tag template: ``tag1..tag10`` or any ``tag_template(name, id)`` (dlib's
+    yolo example tags its heads with ids 4008, 4016, 4032)."""
+    if not (isinstance(tag, _template) and getattr(tag, "node_cls", None) is add_tag_layer):
+        raise TypeError(f"{who}: expected a tag template (tag1..tag10 or a tag_template(name, id)), "
+                        f"got {tag!r}")
     return tag.id
 
 
@@ -480,7 +483,7 @@ class loss_yolo_(loss_layer):
         n = len(self.tags)
         labels = o.labels
         return ("loss_yolo\t ("
-                f"{n} output{'s' if n != 1 else ''}:(" + ",".join(t.name for t in self.tags) + ")"
+                f"{n} output{'s' if n != 1 else ''}:(" + ",".join(f"tag{t.id}" for t in self.tags) + ")"
                 f", anchor_boxes:({o.anchors_str()})"
                 f", {len(labels)} label{'s' if len(labels) != 1 else ''}:(" + ",".join(labels) + ")"
                 f", iou_ignore_threshold: {o.iou_ignore_threshold:g}"
