@@ -32,6 +32,9 @@ dlib's implementation quirks kept here (loss.h, ``yolo_helper_impl::tensor_to_lo
 * ATSS (``iou_anchor_threshold == 0``): mean + stddev of the running *improvements* of the
   best IoU over all anchors (dlib adds an IoU to its statistics only when it beats the best).
 
+``to_label`` drops candidates whose box is infinite (a width or height output of exactly 1,
+which float32 sigmoids reach for large inputs); dlib's behaviour there is undefined.
+
 Where dlib would write out of bounds (a truth centre whose cell lies outside the head,
 possible only for non-square inputs because of the quirk above) dnnpy skips that cell.
 """
@@ -461,7 +464,10 @@ class loss_yolo_(loss_layer):
         labels = self._options.labels
         pl, pt, pr, pb = self._pred_boxes(d, anchors, sx, sy)
         dets = []
-        for a, r, c in zip(*np.nonzero(d[:, 4] > threshold)):   # dlib's order: anchor, row, col
+        # a width or height sigmoid of exactly 1 (float32 saturates) gives an infinite box;
+        # dlib would convert it to integers undefinedly: such candidates are dropped
+        finite = np.isfinite(pl) & np.isfinite(pt) & np.isfinite(pr) & np.isfinite(pb)
+        for a, r, c in zip(*np.nonzero((d[:, 4] > threshold) & finite)):   # dlib's order: a, row, col
             obj = d[a, 4, r, c]
             confs = [(obj * d[a, 5 + i, r, c], labels[i]) for i in range(len(labels))]
             found = sorted(((float(cf), lab) for cf, lab in confs if cf > threshold), reverse=True)
