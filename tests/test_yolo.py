@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from dnnpy import (anchor_box_details, con, input_tensor, layer, loss_yolo, loss_yolo_, net_to_dot, net_type_from_string,
-                   sig, tag1, tag2, tag3, test_loss, yolo_options, yolo_rect)
+                   sig, tag1, tag2, tag3, tag_template, test_loss, yolo_options, yolo_rect)
 from dnnpy.geometry import drectangle, mmod_rect, test_box_overlap
 from dnnpy.tensor import resizable_tensor
 
@@ -433,3 +433,36 @@ def test_non_square_input_quirks():
     loss.compute_loss_value_and_gradient(input_x(1, 16, 8), [[yolo_rect(drectangle(10, 1, 14, 5), 1.0, "a")]], sub)
     g = np.asarray(sub.levels[0].grad)[0]
     assert not g[:4].any() and np.allclose(g[4], 0.3)
+
+
+def test_custom_tag_ids_as_dlibs_yolo_example():
+    # dlib's dnn_yolo_train_ex tags its heads with add_tag_layer<4008> / <4016>: any tag id
+    ytag8, ytag16 = tag_template("ytag8", 4008), tag_template("ytag16", 4016)
+    net_type = loss_yolo[ytag8, ytag16, ytag8[sig[con[14, 1, 1, 1, 1, ytag16[sig[con[7, 3, 3, 1, 1,
+                                                                                     input_tensor]]]]]]]
+    net = net_type()
+    opts = yolo_options(labels=LABELS)
+    opts.add_anchors(ytag8, [(4, 5), (9, 7)])
+    opts.add_anchors(ytag16, [(14, 12)])
+    assert list(opts.anchors) == [4008, 4016] and opts.anchors_str().startswith("tag4008:4x5,9x7;tag4016:")
+    net.loss_details().options = opts
+    rng = np.random.default_rng(3)
+    batch = [rng.standard_normal((1, 2, 16, 16)).astype(np.float32) for _ in range(2)]
+    labels = truths_for(2)
+    value = net.compute_loss(batch, labels)
+    # the same net with tag1/tag2 gives the same loss: only the ids differ
+    plain = loss_yolo[tag1, tag2, tag1[sig[con[14, 1, 1, 1, 1, tag2[sig[con[7, 3, 3, 1, 1, input_tensor]]]]]]]()
+    popts = yolo_options(labels=LABELS)
+    popts.add_anchors(tag1, [(4, 5), (9, 7)])
+    popts.add_anchors(tag2, [(14, 12)])
+    plain.loss_details().options = popts
+    plain.compute_loss(batch, labels)            # allocates the parameters
+    for i in (3, 6):
+        layer(plain, i).layer_details().get_layer_params().host()[:] = \
+            layer(net, i).layer_details().get_layer_params().host()
+    assert plain.compute_loss(batch, labels) == pytest.approx(value, rel=1e-6)
+    assert repr(net.loss_details()).startswith("loss_yolo\t (2 outputs:(tag4008,tag4016), anchor_boxes:(tag4008:")
+    assert net_type_from_string(repr(net_type)) is net_type
+    with pytest.raises(ValueError, match="no anchors for ytag16"):
+        opts.anchors.pop(4016)
+        net.compute_loss(batch, labels)

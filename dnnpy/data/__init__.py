@@ -1,5 +1,6 @@
 """dlib's data tools around the nets: ``randomize_samples`` (randomize.py), ``dlib_rand``
-(``dnnpy.rand``, dlib::rand's exact stream), ``chinese_whispers`` (clustering.py), imglab XML
+(``dnnpy.rand``, dlib::rand's exact stream), ``chinese_whispers`` (clustering.py), k-means (kmeans.py:
+``pick_initial_centers``, ``find_clusters_using_kmeans``), imglab XML
 datasets (imglab.py: ``load_image_dataset``, ``image_dataset_metadata``) and detection
 metrics (detection_metrics.py: ``test_object_detection_function``, ``average_precision``),
 ``prefetch`` (prefetch.py: training data made in background threads), generated
@@ -11,6 +12,7 @@ from . import imglab as image_dataset_metadata   # dlib's namespace: .box, .imag
 from .clustering import chinese_whispers, chinese_whispers_clustering
 from .detection_metrics import average_precision, test_object_detection_function
 from .identities import identity_parameters, make_identities
+from .kmeans import find_clusters_using_kmeans, pick_initial_centers
 from .imglab import (ImageDatasetError, image_dataset_file, load_image_dataset,
                      load_image_dataset_metadata, save_image_dataset_metadata)
 from .prefetch import prefetch
@@ -20,6 +22,7 @@ from .scenes import SCENE_KINDS, SMILEY_PARTS, make_scene, make_scenes, scene, w
 from .shape_classes import SHAPE_CLASS_NAMES, make_shape_classes
 
 __all__ = ["randomize_samples", "dlib_rand", "chinese_whispers", "chinese_whispers_clustering",
+           "pick_initial_centers", "find_clusters_using_kmeans",
            "image_dataset_metadata", "ImageDatasetError", "image_dataset_file",
            "load_image_dataset", "load_image_dataset_metadata", "save_image_dataset_metadata",
            "average_precision", "test_object_detection_function", "prefetch",

@@ -1,7 +1,8 @@
 """Pictures instead of dlib's ``image_window``: drawing on numpy images, tiling, colour maps.
 
 dlib's ``draw_line``, ``draw_rectangle`` and ``tile_images`` (dlib/image_transforms/draw.h),
-``colormap_jet`` and ``jet`` (image_transforms/colormaps.h), ``join_rows`` / ``join_cols`` (dlib's
+``colormap_jet`` and ``jet`` (image_transforms/colormaps.h), ``color_mapper`` (a colour per
+label, from imglab's metadata_editor.h, as dlib's yolo example draws), ``join_rows`` / ``join_cols`` (dlib's
 matrix joins, applied to images), plus ``overlay`` (a mask painted with alpha, as the
 instance-segmentation example does pixel by pixel) and ``tile_image_grid`` (a padded grid of
 rows, for examples). Images are H x W (gray) or H x W x 3 (RGB) uint8 numpy arrays; drawing
@@ -22,7 +23,7 @@ import numpy as np
 from ..geometry import drectangle, mmod_rect, rectangle
 
 __all__ = ["draw_line", "draw_rectangle", "tile_images", "tile_image_grid", "join_rows",
-           "join_cols", "colormap_jet", "jet", "overlay"]
+           "join_cols", "colormap_jet", "jet", "overlay", "color_mapper"]
 
 
 def _check_image(img, op: str) -> np.ndarray:
@@ -273,3 +274,53 @@ def overlay(img, mask, color, alpha: float = 0.5) -> np.ndarray:
     ys, xs = np.nonzero(m)
     _put(img, ys, xs, value, int(round(alpha * 255)))
     return img
+
+
+def _bit_reverse(b):
+    """The 8 bits of ``b`` in reverse order (imglab's ``reverse``)."""
+    return int(f"{b & 0xFF:08b}"[::-1], 2)
+
+
+def _hsl_to_rgb(h, s, l):
+    """dlib's ``assign_pixel(rgb, hsi_pixel)`` on floats: ``h`` in degrees, ``s``, ``l`` in
+    [0, 1] (dlib's ``HSL2RGB``); returns the rounded uint8 triple as dlib's cast does."""
+    if h < 120:
+        sat = ((120 - h) / 60.0, h / 60.0, 0.0)
+    elif h < 240:
+        sat = (0.0, (240 - h) / 60.0, (h - 120) / 60.0)
+    else:
+        sat = ((h - 240) / 60.0, 0.0, (360 - h) / 60.0)
+    out = []
+    for v in sat:
+        t = 2 * s * min(v, 1.0) + (1 - s)
+        c = l * t if l < 0.5 else (1 - l) * t + 2 * l - 1
+        out.append(int(c * 255.0 + 0.5))
+    return tuple(out)
+
+
+class color_mapper:
+    """imglab's ``color_mapper`` (tools/imglab/src/metadata_editor.h), which dlib's yolo example
+    uses to draw each label in its own colour: ``mapper(label) -> (r, g, b)``.
+
+    The n-th new label (n = 0, 1, ...) gets the HSI colour hue ``bit_reverse(n % 256)``,
+    saturation 255, intensity 150 (converted as dlib's ``assign_pixel``), so the first colours
+    are maximally different and later ones interleave. A label seen before keeps its colour.
+    ``len(mapper)`` is the number of labels seen; ``mapper.labels()`` lists them in order."""
+
+    def __init__(self):
+        self._colors = {}
+
+    def __call__(self, label):
+        label = str(label)
+        c = self._colors.get(label)
+        if c is None:
+            hue = _bit_reverse(len(self._colors) % 256)
+            c = _hsl_to_rgb(hue / 255.0 * 360, 1.0, 150 / 255.0)
+            self._colors[label] = c
+        return c
+
+    def __len__(self):
+        return len(self._colors)
+
+    def labels(self):
+        return list(self._colors)

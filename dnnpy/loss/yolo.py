@@ -32,6 +32,9 @@ dlib's implementation quirks kept here (loss.h, ``yolo_helper_impl::tensor_to_lo
 * ATSS (``iou_anchor_threshold == 0``): mean + stddev of the running *improvements* of the
   best IoU over all anchors (dlib adds an IoU to its statistics only when it beats the best).
 
+``to_label`` drops candidates whose box is infinite (a width or height output of exactly 1,
+which float32 sigmoids reach for large inputs); dlib's behaviour there is undefined.
+
 Where dlib would write out of bounds (a truth centre whose cell lies outside the head,
 possible only for non-square inputs because of the quirk above) dnnpy skips that cell.
 """
@@ -43,9 +46,9 @@ import numbers
 
 import numpy as np
 
-from ..core import layer
+from ..core import add_tag_layer, layer
 from ..geometry import centered_drect, drectangle, test_box_overlap
-from ..templates import loss_template, tag_templates
+from ..templates import _template, loss_template
 from ._serialize import (read_count, read_string_vector, read_test_box_overlap, write_string_vector,
                          write_test_box_overlap)
 from .base import loss_layer
@@ -83,8 +86,11 @@ class anchor_box_details:
 
 
 def _tag_id(tag, who):
-    if not any(tag is t for t in tag_templates):
-        raise TypeError(f"{who}: expected a tag template (tag1..tag10), got {tag!r}")
+    """The id of a tag template: ``tag1..tag10`` or any ``tag_template(name, id)`` (dlib's
+    yolo example tags its heads with ids 4008, 4016, 4032)."""
+    if not (isinstance(tag, _template) and getattr(tag, "node_cls", None) is add_tag_layer):
+        raise TypeError(f"{who}: expected a tag template (tag1..tag10 or a tag_template(name, id)), "
+                        f"got {tag!r}")
     return tag.id
 
 
@@ -458,7 +464,10 @@ class loss_yolo_(loss_layer):
         labels = self._options.labels
         pl, pt, pr, pb = self._pred_boxes(d, anchors, sx, sy)
         dets = []
-        for a, r, c in zip(*np.nonzero(d[:, 4] > threshold)):   # dlib's order: anchor, row, col
+        # a width or height sigmoid of exactly 1 (float32 saturates) gives an infinite box;
+        # dlib would convert it to integers undefinedly: such candidates are dropped
+        finite = np.isfinite(pl) & np.isfinite(pt) & np.isfinite(pr) & np.isfinite(pb)
+        for a, r, c in zip(*np.nonzero((d[:, 4] > threshold) & finite)):   # dlib's order: a, row, col
             obj = d[a, 4, r, c]
             confs = [(obj * d[a, 5 + i, r, c], labels[i]) for i in range(len(labels))]
             found = sorted(((float(cf), lab) for cf, lab in confs if cf > threshold), reverse=True)
@@ -480,7 +489,7 @@ class loss_yolo_(loss_layer):
         n = len(self.tags)
         labels = o.labels
         return ("loss_yolo\t ("
-                f"{n} output{'s' if n != 1 else ''}:(" + ",".join(t.name for t in self.tags) + ")"
+                f"{n} output{'s' if n != 1 else ''}:(" + ",".join(f"tag{t.id}" for t in self.tags) + ")"
                 f", anchor_boxes:({o.anchors_str()})"
                 f", {len(labels)} label{'s' if len(labels) != 1 else ''}:(" + ",".join(labels) + ")"
                 f", iou_ignore_threshold: {o.iou_ignore_threshold:g}"
