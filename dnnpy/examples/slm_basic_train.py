@@ -61,7 +61,8 @@ from dnnpy import (add_prev1, add_prev5, dropout_10, embeddings, extract, fc, fc
                    loss_multiclass_log, multiply, multm_prev3, multm_prev4, positional_encodings,
                    repeat, rms_norm, skip2, softmaxm, tag1, tag2, tag3, tag4, tag5, tril_mask)
 from dnnpy.datasets import load_shakespeare
-from dnnpy.examples._util import Timer, base_parser, make_trainer, out_dir
+from dnnpy.errors import SerializationError
+from dnnpy.examples._util import Timer, add_threads_argument, base_parser, make_trainer, num_threads, out_dir
 from dnnpy.layers.base import seeded_initialisation
 from dnnpy.layers.dropout import multiply_
 from dnnpy.templates import layer_template
@@ -202,7 +203,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--beta1", type=float, default=0.9, help="adam's first moment decay")
     parser.add_argument("--beta2", type=float, default=0.999, help="adam's second moment decay")
     parser.add_argument("--max-samples", type=int, default=50000, help="most training windows")
-    parser.add_argument("--max-epochs", type=int, default=30, help="(dlib: 400)")
+    parser.add_argument("--max-epochs", type=int, default=20, help="(dlib: 400)")
     parser.add_argument("--schedule", choices=("cosine", "plateau"), default="cosine",
                         help="learning rate: cosine decay to 1e-6 over --max-epochs, or dlib's "
                              "shrink on plateaus (15000 steps without progress)")
@@ -221,6 +222,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--text-size", type=int, default=1500,
                         help="characters of text used (0: all; dlib uses all 15,322)")
     parser.add_argument("--seed", type=int, default=0, help="initialisation, dropout and shuffle seed")
+    add_threads_argument(parser, default=1)
     args = parser.parse_args(argv)
     if not args.train and not args.generate:
         args.train = args.generate = True
@@ -230,13 +232,11 @@ def main(argv=None) -> dict:
     for name in ("batch_size", "generation_length", "max_samples", "max_epochs"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
-    timer = Timer()
-    out = out_dir(args.out)
-    model_file = out / MODEL_FILE
+    model_file = out_dir(args.out) / MODEL_FILE
 
     if args.text:
         text = Path(args.text).read_text(encoding="utf-8")
-        prompt = text
+        prompt = None               # the start of the text used
         offset = args.text_offset or 0
     else:
         text, prompt = load_shakespeare()
@@ -244,10 +244,17 @@ def main(argv=None) -> dict:
     if not 0 <= offset <= len(text):
         parser.error(f"--text-offset must be in [0, {len(text)}], got {offset}")
     text = text[offset:offset + args.text_size] if args.text_size else text[offset:]
+    prompt = text if prompt is None else prompt
     try:
         cfg = transformer_config(VOCAB_SIZE, args.layers, args.heads, args.dim, args.seq_len)
     except ValueError as e:
         parser.error(str(e))
+    with num_threads(args.threads):
+        return _run(args, cfg, text, prompt, model_file)
+
+
+def _run(args, cfg, text, prompt, model_file):
+    timer = Timer()
     results = {"model_file": model_file}
     T = cfg.max_seq_len
 
@@ -295,7 +302,11 @@ def main(argv=None) -> dict:
         print("=== GENERATE MODE ===")
         if not model_file.exists():
             raise SystemExit(f"Error: model file {model_file} not found. Please run --train first.")
-        net = dnnpy.deserialize(model_file, cfg.network_type(False)())
+        try:
+            net = dnnpy.deserialize(model_file, cfg.network_type(False)())
+        except SerializationError as e:
+            raise SystemExit(f"Error: {model_file} does not hold this net ({e}); was it trained with "
+                             f"the same --layers, --heads, --dim and --seq-len (and --quick)?") from e
         print(f"Loaded model from {model_file}")
         print(cfg.describe())
         print(f"Model parameters: {dnnpy.count_parameters(net)}\n")
