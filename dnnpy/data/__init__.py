@@ -7,6 +7,7 @@ detection/segmentation scenes (scenes.py: ``make_scene``, ``write_scene_dataset`
 procedural face-like identities (identities.py: ``make_identities``)."""
 
 from . import imglab as image_dataset_metadata   # dlib's namespace: .box, .image, .dataset
+from .bpe_tokenizer import bpe_tokenizer
 from .clustering import chinese_whispers, chinese_whispers_clustering
 from .detection_metrics import average_precision, test_object_detection_function
 from .identities import identity_parameters, make_identities
@@ -22,4 +23,4 @@ __all__ = ["randomize_samples", "dlib_rand", "chinese_whispers", "chinese_whispe
            "load_image_dataset", "load_image_dataset_metadata", "save_image_dataset_metadata",
            "average_precision", "test_object_detection_function", "prefetch",
            "SCENE_KINDS", "scene", "make_scene", "make_scenes", "write_scene_dataset",
-           "make_identities", "identity_parameters"]
+           "make_identities", "identity_parameters", "bpe_tokenizer"]
