@@ -41,7 +41,7 @@ from .tensor_tools import backend_info, force_cpu, force_numpy, get_num_threads,
 from .testing import layer_test_results, test_layer
 from .testing_loss import loss_test_results, test_loss
 from .training import TrainingDivergedError, dnn_trainer
-from .data import (average_precision, load_image_dataset, randomize_samples,
+from .data import (average_precision, bpe_tokenizer, load_image_dataset, randomize_samples,
                    test_object_detection_function)
 from .statistics import (count_steps_without_decrease, count_steps_without_decrease_robust,
                          count_steps_without_increase, probability_that_sequence_is_increasing,
@@ -65,7 +65,7 @@ __all__ = [
     "load_digits", "default_dtype",
     "serialize", "deserialize", "load", "serialize_objects", "deserialize_objects",
     "dnn_trainer", "TrainingDivergedError", "randomize_samples", "load_image_dataset",
-    "test_object_detection_function", "average_precision", "running_stats", "running_stats_decayed", "running_gradient",
+    "test_object_detection_function", "average_precision", "bpe_tokenizer", "running_stats", "running_stats_decayed", "running_gradient",
     "count_steps_without_decrease", "count_steps_without_decrease_robust",
     "count_steps_without_increase", "probability_values_are_increasing",
     "probability_values_are_increasing_robust", "probability_that_sequence_is_increasing",

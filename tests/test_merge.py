@@ -367,7 +367,7 @@ def test_merge_reprs_templates_and_validation():
         d = tmpl[input_tensor]().layer_details()
         assert type(d) is cls and d.id == tag_id and d.tag is dnnpy.templates.tag_templates[tag_id - 1]
     for bad in (1, "tag1", dnnpy.skip1, None):
-        with pytest.raises(TypeError, match="add_prev_: tag must be"):
+        with pytest.raises(TypeError, match="add_prev_: expected a tag template"):
             add_prev_(bad)
     with pytest.raises(TypeError, match="add_prev"):
         add_prev[3, input_tensor]
@@ -554,3 +554,17 @@ def test_linear_and_embeddings_in_a_net(rng):
     assert np.any(A(emb.get_embeddings()) != before)  # updated during backward
     assert layer(net, 0).get_parameter_gradient().shape == (5, 2, 1, 1)
     assert isinstance(layer(net, 1), add_layer)
+
+
+def test_merge_layers_take_dlibs_itags():
+    """dlib's ``add_prev<itag3, ...>`` / ``mult_prev<itag1, ...>`` (slm_advanced's mixture of
+    experts): any tag template works, printed with its id as dlib does."""
+    import copy
+    from dnnpy import add_prev, input_tensor, iskip, itag0, itag1, itag3, mult_prev, relu
+    net = add_prev[itag3, itag3[mult_prev[itag1, iskip[itag1[relu[itag0[input_tensor]]]]]]]()
+    x = np.random.default_rng(0).standard_normal((2, 3, 2, 2)).astype(np.float32)
+    out = net(x)
+    r = np.maximum(x, 0)
+    np.testing.assert_allclose(np.asarray(out), 2 * r * x, rtol=1e-6)
+    d = copy.deepcopy(net.layer_details())
+    assert d.tag is itag3 and repr(d) == "add_prev1003"

@@ -9,6 +9,7 @@ procedural face-like identities (identities.py: ``make_identities``) and procedu
 shape x texture image classes (shape_classes.py: ``make_shape_classes``, G4)."""
 
 from . import imglab as image_dataset_metadata   # dlib's namespace: .box, .image, .dataset
+from .bpe_tokenizer import bpe_tokenizer
 from .clustering import chinese_whispers, chinese_whispers_clustering
 from .detection_metrics import average_precision, test_object_detection_function
 from .identities import identity_parameters, make_identities
@@ -27,4 +28,5 @@ __all__ = ["randomize_samples", "dlib_rand", "chinese_whispers", "chinese_whispe
            "load_image_dataset", "load_image_dataset_metadata", "save_image_dataset_metadata",
            "average_precision", "test_object_detection_function", "prefetch",
            "SCENE_KINDS", "SMILEY_PARTS", "scene", "make_scene", "make_scenes", "write_scene_dataset",
-           "make_identities", "identity_parameters", "make_shape_classes", "SHAPE_CLASS_NAMES"]
+           "make_identities", "identity_parameters", "make_shape_classes", "SHAPE_CLASS_NAMES",
+           "bpe_tokenizer"]

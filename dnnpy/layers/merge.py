@@ -1,7 +1,8 @@
 """Layers that combine their input with the output of a tagged layer below:
 ``add_prev_``, ``mult_prev_``, ``multm_prev_``, ``scale_`` and ``scale_prev_``.
 
-Each takes the tag as its constructor argument (a tag template: ``add_prev_(tag1)``);
+Each takes the tag as its constructor argument (a tag template: ``add_prev_(tag1)``,
+``mult_prev_(itag1)``, or one made with ``tag_template``);
 ``add_prev[tag1, SUBNET]`` and the numbered aliases ``add_prev1[SUBNET]`` ..
 ``add_prev10[SUBNET]`` build them. None has parameters; backward ADDS to the gradient
 inputs of both the subnet and the tagged layer.
@@ -15,12 +16,13 @@ from ..tensor import alias_tensor
 from ..templates import layer_template, tag_templates
 from ._serial import read_alias, write_alias
 from .base import computational_layer
+from .resize import _check_tag, _keeps_tags
 
 __all__ = ["add_prev_", "mult_prev_", "multm_prev_", "scale_", "scale_prev_",
            "add_prev", "mult_prev", "multm_prev", "scale", "scale_prev"]
 
 
-class _tag_merge(computational_layer):
+class _tag_merge(_keeps_tags, computational_layer):
     """Holds the tag (``self.tag``, a tag template; ``self.id``, its number) and prints
     ``<name><id>`` as dlib's ``operator<<`` does."""
 
@@ -37,14 +39,13 @@ class _tag_merge(computational_layer):
 
     def __init__(self, tag):
         super().__init__()
-        if not any(tag is t for t in tag_templates):
-            raise TypeError(f"{type(self).__name__}: tag must be one of tag1..tag10, got {tag!r}")
+        # any tag template: tag1..tag10, dlib's itag0..itag5 (``add_prev<itag3, ...>`` in
+        # slm_advanced's mixture of experts) or one made with tag_template
+        self.tag = _check_tag(type(self).__name__, tag)
         self.id = tag.id
 
-    @property
-    def tag(self):
-        # looked up, not stored: copies of the layer (deepcopy) must keep the template itself
-        return tag_templates[self.id - 1]
+    def _tag_list(self):
+        return [self.tag]
 
     def _tagged(self, sub):
         return layer(sub, self.tag)
