@@ -119,12 +119,31 @@ def augment(image, rnd, size=32):
     return crop
 
 
-def make_pairs(images, batch_size, rnd):
-    """One mini-batch of ``(augment(img), augment(img))`` pairs of random images."""
+def shuffle_colors(crop, rnd):
+    """A random permutation of the colour channels, then each channel inverted (``255 - v``)
+    with p 0.5 (not in dlib). On G4 the colours are random and carry no class information, but
+    ``disturb_colors`` keeps the hue, so two views of an image match by colour alone and
+    Barlow Twins learns that shortcut; this makes colour useless for matching views."""
+    perm = [0, 1, 2]
+    for i in (2, 1):                                       # Fisher-Yates
+        j = rnd.get_random_32bit_number() % (i + 1)
+        perm[i], perm[j] = perm[j], perm[i]
+    invert = np.array([rnd.get_random_double() < 0.5 for _ in range(3)])
+    crop = crop[:, :, perm]
+    return np.where(invert, 255 - crop, crop).astype(np.uint8)
+
+
+def make_pairs(images, batch_size, rnd, shuffle=False):
+    """One mini-batch of ``(augment(img), augment(img))`` pairs of random images; with
+    ``shuffle`` each view also goes through :func:`shuffle_colors`."""
+    def view(image):
+        crop = augment(image, rnd)
+        return shuffle_colors(crop, rnd) if shuffle else crop
+
     batch = []
     for _ in range(batch_size):
         image = images[rnd.get_random_32bit_number() % len(images)]
-        batch.append((augment(image, rnd), augment(image, rnd)))
+        batch.append((view(image), view(image)))
     return batch
 
 
@@ -197,6 +216,9 @@ def add_arguments(parser):
                         help="G4 training images per class (labels used only by the probe)")
     parser.add_argument("--test-per-class", type=int, default=100, help="G4 test images per class")
     parser.add_argument("--seed", type=int, default=0, help="seed of the data and the nets")
+    parser.add_argument("--dlib-augment", action="store_true",
+                        help="dlib's augment only (default on G4: also shuffle_colors, a channel "
+                             "permutation and inversion; --cifar: always dlib's only)")
     add_threads_argument(parser)
 
 
@@ -239,8 +261,10 @@ def _run(args, out):
         trainer.be_verbose()
         print(trainer)
 
+    shuffle = not args.cifar and not args.dlib_augment
+
     def make_batch(i):      # item i depends on i alone: threads keep the stream deterministic
-        return make_pairs(train_x, args.batch, dlib_rand(f"{args.seed}:{i}"))
+        return make_pairs(train_x, args.batch, dlib_rand(f"{args.seed}:{i}"), shuffle)
 
     timer = Timer()
     with prefetch(make_batch, depth=4, threads=2, count=args.steps) as batches:
