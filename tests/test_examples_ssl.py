@@ -59,3 +59,21 @@ def test_help_and_bad_fraction(capsys):
     assert e.value.code == 0 and "--cifar" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         ssl.main(["--quick", "--fraction", "0"])
+
+
+def test_shuffle_colors_permutes_and_inverts_channels():
+    rnd = dlib_rand(5)
+    img = np.random.default_rng(0).integers(0, 256, (8, 8, 3)).astype(np.uint8)
+    seen = set()
+    for _ in range(30):
+        out = ssl.shuffle_colors(img, rnd)
+        assert out.shape == img.shape and out.dtype == np.uint8
+        sources = []
+        for c in range(3):                  # each output channel: one input channel, maybe inverted
+            hits = [(k, inv) for k in range(3) for inv in (0, 1)
+                    if np.array_equal(out[..., c], 255 - img[..., k] if inv else img[..., k])]
+            assert len(hits) == 1
+            sources.append(hits[0])
+        assert sorted(k for k, _ in sources) == [0, 1, 2]
+        seen.add(tuple(sources))
+    assert len(seen) > 10                   # 48 outcomes: both permutations and inversions vary
