@@ -10,6 +10,7 @@ import pytest
 from dnnpy import (anchor_box_details, con, input_tensor, layer, loss_yolo, loss_yolo_, net_to_dot, net_type_from_string,
                    sig, tag1, tag2, tag3, tag_template, test_loss, yolo_options, yolo_rect)
 from dnnpy.geometry import drectangle, mmod_rect, test_box_overlap
+from dnnpy.loss.yolo import _overlap_matrix
 from dnnpy.tensor import resizable_tensor
 
 
@@ -466,3 +467,19 @@ def test_custom_tag_ids_as_dlibs_yolo_example():
     with pytest.raises(ValueError, match="no anchors for ytag16"):
         opts.anchors.pop(4016)
         net.compute_loss(batch, labels)
+
+
+@pytest.mark.parametrize("iou, pct", [(0.45, 1.0), (0.3, 0.6)])
+def test_overlap_matrix_matches_test_box_overlap(iou, pct):
+    # the vectorised NMS matrix must agree with the scalar tester pair by pair, including
+    # boxes whose corners round (lround) across a pixel, touching and disjoint boxes
+    rng = np.random.default_rng(3)
+    xy = rng.uniform(-5, 40, size=(60, 2))
+    wh = rng.uniform(0.2, 25, size=(60, 2))
+    rects = [drectangle(x, y, x + w, y + h) for (x, y), (w, h) in zip(xy, wh)]
+    rects += [drectangle(0.5, 0.5, 10.5, 10.5), drectangle(-0.5, 0.5, 9.5, 10.5)]
+    tester = test_box_overlap(iou, pct)
+    got = _overlap_matrix(tester, rects)
+    want = np.array([[tester(a, b) for b in rects] for a in rects])
+    assert want.any() and not want.all()
+    np.testing.assert_array_equal(got, want)

@@ -56,6 +56,33 @@ from .base import loss_layer
 __all__ = ["anchor_box_details", "yolo_options", "yolo_rect", "loss_yolo_", "loss_yolo"]
 
 
+def _lround(v):
+    """``std::lround`` of an array (half away from zero), as ``rectangle(drectangle)`` rounds."""
+    return np.where(v >= 0, np.floor(v + 0.5), -np.floor(-v + 0.5))
+
+
+def _overlap_matrix(tester, rects):
+    """``M[i, j] = tester(rects[i], rects[j])`` for a ``test_box_overlap`` ``tester``,
+    vectorised: corners rounded to integers (``lround``), an empty intersection never
+    overlaps, IoU is the intersection over the bounding box of both (dlib's test)."""
+    lrtb = np.array([(r.left(), r.top(), r.right(), r.bottom()) for r in rects], dtype=np.float64)
+    l, t, r, b = (_lround(lrtb[:, i]) for i in range(4))
+
+    def area(l, t, r, b):
+        return np.where((l > r) | (t > b), 0.0, (r - l + 1) * (b - t + 1))
+
+    inner = area(np.maximum(l[:, None], l[None]), np.maximum(t[:, None], t[None]),
+                 np.minimum(r[:, None], r[None]), np.minimum(b[:, None], b[None]))
+    outer = area(np.minimum(l[:, None], l[None]), np.minimum(t[:, None], t[None]),
+                 np.maximum(r[:, None], r[None]), np.maximum(b[:, None], b[None]))
+    own = area(l, t, r, b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pct = tester.get_percent_covered_thresh()
+        hit = ((inner / outer > tester.get_iou_thresh()) | (inner / own[:, None] > pct)
+               | (inner / own[None, :] > pct))
+    return hit & (inner > 0)
+
+
 class anchor_box_details:
     """dlib's ``yolo_options::anchor_box_details``: an anchor's width and height (pixels)."""
 
@@ -453,12 +480,24 @@ class loss_yolo_(loss_layer):
             for _, data, anchors, sx, sy in heads:
                 dets.extend(self._detections(data[n], anchors, sx, sy, adjust_threshold))
             dets.sort(key=lambda r: r.detection_confidence, reverse=True)  # stable
-            final = []
-            for det in dets:
-                if not self._overlaps_any(final, det):
-                    final.append(det)
-            result.append(final)
+            result.append(self._non_max_suppression(dets))
         return result
+
+    def _non_max_suppression(self, dets):
+        """dlib's greedy NMS: keep a detection (best first) unless it overlaps
+        (``overlaps_nms``; same label only if ``classwise_nms``) one already kept. The pairwise
+        overlaps are one vectorised matrix (an untrained net gives ~1000 candidates)."""
+        if len(dets) < 2:
+            return list(dets)
+        opts = self._options
+        overlaps = _overlap_matrix(opts.overlaps_nms, [d.rect for d in dets])
+        if opts.classwise_nms:
+            names = np.array([d.label for d in dets], dtype=object)
+            overlaps &= names[:, None] == names[None, :]
+        keep = np.zeros(len(dets), dtype=bool)
+        for i in range(len(dets)):
+            keep[i] = not overlaps[i, keep].any()
+        return [d for d, k in zip(dets, keep) if k]
 
     def _detections(self, d, anchors, sx, sy, threshold):
         labels = self._options.labels
@@ -475,13 +514,6 @@ class loss_yolo_(loss_layer):
                 rect = drectangle(pl[a, r, c], pt[a, r, c], pr[a, r, c], pb[a, r, c])
                 dets.append(yolo_rect(rect, found[0][0], found[0][1], labels=found))
         return dets
-
-    def _overlaps_any(self, boxes, box):
-        opts = self._options
-        for b in boxes:
-            if opts.overlaps_nms(b.rect, box.rect) and (not opts.classwise_nms or b.label == box.label):
-                return True
-        return False
 
     # -- printing --------------------------------------------------------------------------
     def __repr__(self):
