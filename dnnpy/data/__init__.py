@@ -4,7 +4,8 @@ datasets (imglab.py: ``load_image_dataset``, ``image_dataset_metadata``) and det
 metrics (detection_metrics.py: ``test_object_detection_function``, ``average_precision``),
 ``prefetch`` (prefetch.py: training data made in background threads), generated
 detection/segmentation scenes (scenes.py: ``make_scene``, ``write_scene_dataset``) and
-procedural face-like identities (identities.py: ``make_identities``)."""
+procedural face-like identities (identities.py: ``make_identities``) and procedural
+shape x texture image classes (shape_classes.py: ``make_shape_classes``, G4)."""
 
 from . import imglab as image_dataset_metadata   # dlib's namespace: .box, .image, .dataset
 from .clustering import chinese_whispers, chinese_whispers_clustering
@@ -16,10 +17,12 @@ from .prefetch import prefetch
 from ..rand import dlib_rand
 from .randomize import randomize_samples
 from .scenes import SCENE_KINDS, make_scene, make_scenes, scene, write_scene_dataset
+from .shape_classes import SHAPE_CLASS_NAMES, make_shape_classes
 
 __all__ = ["randomize_samples", "dlib_rand", "chinese_whispers", "chinese_whispers_clustering",
            "image_dataset_metadata", "ImageDatasetError", "image_dataset_file",
            "load_image_dataset", "load_image_dataset_metadata", "save_image_dataset_metadata",
            "average_precision", "test_object_detection_function", "prefetch",
            "SCENE_KINDS", "scene", "make_scene", "make_scenes", "write_scene_dataset",
-           "make_identities", "identity_parameters"]
+           "make_identities", "identity_parameters", "make_shape_classes",
+           "SHAPE_CLASS_NAMES"]
