@@ -5,6 +5,9 @@
   128-D descriptor out.
 * ``mmod_face_detector()``: ``net_type`` of ``tools/python/src/cnn_face_detector.cpp`` (the
   CNN behind ``mmod_human_face_detector.dat``) on a 6/5 image pyramid.
+* ``block``, ``residual``, ``residual_down``: the residual blocks behind the face ResNet, which
+  dlib's dnn_imagenet_ex, dnn_metric_learning_on_images_ex and dnn_face_recognition_ex also
+  declare (``BN`` is ``bn_con`` for training, ``affine`` for testing).
 
 Each function returns the net TYPE; build a net with ``net_type()`` and read dlib's file
 into it with ``dnnpy.deserialize(path, net)``. ``load_face_recognition_model()`` and
@@ -32,7 +35,8 @@ from .loss import loss_metric, loss_mmod
 from .serialization import deserialize
 from .templates import skip_templates, tag_templates
 
-__all__ = ["face_recognition_resnet_v1", "mmod_face_detector", "load_face_recognition_model",
+__all__ = ["block", "residual", "residual_down",
+           "face_recognition_resnet_v1", "mmod_face_detector", "load_face_recognition_model",
            "load_face_detector", "dlib_model_path", "FACE_RECOGNITION_MODEL", "FACE_DETECTOR_MODEL"]
 
 FACE_RECOGNITION_MODEL = "dlib_face_recognition_resnet_model_v1.dat"
@@ -44,25 +48,27 @@ skip1 = skip_templates[0]
 
 # -- face_recognition.cpp ------------------------------------------------------------------
 
-def _block(N, BN, stride, SUBNET):
-    # block<N,BN,stride,SUBNET> = BN<con<N,3,3,1,1,relu<BN<con<N,3,3,stride,stride,SUBNET>>>>>
+def block(N, BN, stride, SUBNET):
+    """dlib's ``block<N,BN,stride,SUBNET> = BN<con<N,3,3,1,1,relu<BN<con<N,3,3,stride,stride,SUBNET>>>>>``."""
     return BN[con[N, 3, 3, 1, 1, relu[BN[con[N, 3, 3, stride, stride, SUBNET]]]]]
 
 
-def _residual(N, BN, SUBNET):
-    return add_prev1[_block(N, BN, 1, tag1[SUBNET])]
+def residual(N, BN, SUBNET):
+    """dlib's ``residual<block,N,BN,SUBNET> = add_prev1<block<N,BN,1,tag1<SUBNET>>>``."""
+    return add_prev1[block(N, BN, 1, tag1[SUBNET])]
 
 
-def _residual_down(N, BN, SUBNET):
-    return add_prev2[avg_pool[2, 2, 2, 2, skip1[tag2[_block(N, BN, 2, tag1[SUBNET])]]]]
+def residual_down(N, BN, SUBNET):
+    """dlib's ``residual_down``: ``add_prev2<avg_pool<2,2,2,2,skip1<tag2<block<N,BN,2,tag1<SUBNET>>>>>>``."""
+    return add_prev2[avg_pool[2, 2, 2, 2, skip1[tag2[block(N, BN, 2, tag1[SUBNET])]]]]
 
 
 def _ares(N, SUBNET):
-    return relu[_residual(N, affine, SUBNET)]
+    return relu[residual(N, affine, SUBNET)]
 
 
 def _ares_down(N, SUBNET):
-    return relu[_residual_down(N, affine, SUBNET)]
+    return relu[residual_down(N, affine, SUBNET)]
 
 
 def _stack(SUBNET, *steps):

@@ -58,32 +58,22 @@ from __future__ import annotations
 import numpy as np
 
 import dnnpy
-from dnnpy import (add_prev1, add_prev2, avg_pool, avg_pool_everything, bn_con, con, fc,
-                   input_rgb_image_sized, loss_multiclass_log, max_pool, relu, skip1, softmax,
-                   tag1, tag2)
+from dnnpy import (avg_pool_everything, bn_con, con, fc, input_rgb_image_sized, loss_multiclass_log,
+                   max_pool, relu, softmax)
 from dnnpy.data import SHAPE_CLASS_NAMES, dlib_rand, make_shape_classes, prefetch
 from dnnpy.examples._util import Timer, add_threads_argument, base_parser, num_threads, out_dir
 from dnnpy.geometry import move_rect, rectangle
 from dnnpy.image import (apply_random_color_offset, chip_details, chip_dims, extract_image_chip,
                          extract_image_chips)
 from dnnpy.layers.base import seeded_initialisation
+from dnnpy.models import residual, residual_down
 
 NET_FILE = "resnet34_g4_classifier.dnn"
 CROP = 48            # dlib: 227
 LEVELS = (3, 4, 6, 3)
 
 
-def block(N, BN, stride, SUBNET):
-    return BN[con[N, 3, 3, 1, 1, relu[BN[con[N, 3, 3, stride, stride, SUBNET]]]]]
-
-
-def residual(N, BN, SUBNET):
-    return add_prev1[block(N, BN, 1, tag1[SUBNET])]
-
-
-def residual_down(N, BN, SUBNET):
-    return add_prev2[avg_pool[2, 2, 2, 2, skip1[tag2[block(N, BN, 2, tag1[SUBNET])]]]]
-
+# dlib's example declares block / residual / residual_down; dnnpy.models has them
 
 def res(N, SUBNET):      return relu[residual(N, bn_con, SUBNET)]        # noqa: E704
 def res_down(N, SUBNET): return relu[residual_down(N, bn_con, SUBNET)]   # noqa: E704

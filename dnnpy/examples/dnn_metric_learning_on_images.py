@@ -51,29 +51,20 @@ from __future__ import annotations
 import numpy as np
 
 import dnnpy
-from dnnpy import (add_prev1, add_prev2, avg_pool, avg_pool_everything, bn_con, con, fc_no_bias,
-                   input_rgb_image, loss_metric, max_pool, relu, skip1, tag1, tag2)
+from dnnpy import (avg_pool_everything, bn_con, con, fc_no_bias, input_rgb_image, loss_metric,
+                   max_pool, relu)
 from dnnpy.loss import loss_metric_
 from dnnpy.data import dlib_rand, make_identities, prefetch
 from dnnpy.examples._util import Timer, add_threads_argument, base_parser, num_threads, out_dir
 from dnnpy.image import disturb_colors, jitter_image
 from dnnpy.layers.base import seeded_initialisation
+from dnnpy.models import residual, residual_down
 
 NET_FILE = "metric_network_resnet.dat"
 MARGIN = 0.2      # loss_metric's margin here (dlib's default 0.04): see the module docstring
 
 
-def block(N, BN, stride, SUBNET):
-    return BN[con[N, 3, 3, 1, 1, relu[BN[con[N, 3, 3, stride, stride, SUBNET]]]]]
-
-
-def residual(N, BN, SUBNET):
-    return add_prev1[block(N, BN, 1, tag1[SUBNET])]
-
-
-def residual_down(N, BN, SUBNET):
-    return add_prev2[avg_pool[2, 2, 2, 2, skip1[tag2[block(N, BN, 2, tag1[SUBNET])]]]]
-
+# dlib's example declares block / residual / residual_down; dnnpy.models has them
 
 def res(N, SUBNET):      return relu[residual(N, bn_con, SUBNET)]        # noqa: E704
 def res_down(N, SUBNET): return relu[residual_down(N, bn_con, SUBNET)]   # noqa: E704
