@@ -167,11 +167,14 @@ class with_multipliers:
 
 
 def _multiplier_getter(name):
-    def get(details):
+    def get(layer):
+        # a layer's details, or the add_layer node holding them (dlib's free functions take both)
+        details = layer.layer_details() if hasattr(layer, "layer_details") else layer
         f = getattr(details, "get_" + name, None)
-        return f() if f is not None else 1.0
+        return float(f()) if f is not None else 1.0
     get.__name__ = "get_" + name
-    get.__doc__ = f"``details.get_{name}()``, or 1 for layers without that multiplier (as in dlib)."
+    get.__doc__ = (f"``details.get_{name}()`` of a layer's details or its ``add_layer`` node, or 1 "
+                   f"for layers without that multiplier (as in dlib).")
     return get
 
 

@@ -16,6 +16,9 @@ from __future__ import annotations
 import numbers
 
 from ..core import add_layer
+# the getters are the ones the solvers use (one definition; they take details or a node)
+from ..layers.base import (get_bias_learning_rate_multiplier, get_bias_weight_decay_multiplier,
+                           get_learning_rate_multiplier, get_weight_decay_multiplier)
 
 __all__ = ["get_learning_rate_multiplier", "set_learning_rate_multiplier",
            "get_bias_learning_rate_multiplier", "set_bias_learning_rate_multiplier",
@@ -25,11 +28,6 @@ __all__ = ["get_learning_rate_multiplier", "set_learning_rate_multiplier",
 
 def _details(layer):
     return layer.layer_details() if isinstance(layer, add_layer) else layer
-
-
-def _get(name, layer):
-    getter = getattr(_details(layer), "get_" + name, None)
-    return 1.0 if getter is None else float(getter())
 
 
 def _set(name, layer, multiplier):
@@ -43,19 +41,9 @@ def _set(name, layer, multiplier):
         setter(multiplier)
 
 
-def get_learning_rate_multiplier(layer) -> float:
-    """The layer's learning-rate multiplier; 1 for a layer that has none."""
-    return _get("learning_rate_multiplier", layer)
-
-
 def set_learning_rate_multiplier(layer, learning_rate_multiplier):
     """Set it (>= 0) on a layer that has one; a no-op on any other layer."""
     _set("learning_rate_multiplier", layer, learning_rate_multiplier)
-
-
-def get_bias_learning_rate_multiplier(layer) -> float:
-    """The layer's bias learning-rate multiplier; 1 for a layer that has none."""
-    return _get("bias_learning_rate_multiplier", layer)
 
 
 def set_bias_learning_rate_multiplier(layer, bias_learning_rate_multiplier):
@@ -63,19 +51,9 @@ def set_bias_learning_rate_multiplier(layer, bias_learning_rate_multiplier):
     _set("bias_learning_rate_multiplier", layer, bias_learning_rate_multiplier)
 
 
-def get_weight_decay_multiplier(layer) -> float:
-    """The layer's weight-decay multiplier; 1 for a layer that has none."""
-    return _get("weight_decay_multiplier", layer)
-
-
 def set_weight_decay_multiplier(layer, weight_decay_multiplier):
     """Set it (>= 0) on a layer that has one; a no-op on any other layer."""
     _set("weight_decay_multiplier", layer, weight_decay_multiplier)
-
-
-def get_bias_weight_decay_multiplier(layer) -> float:
-    """The layer's bias weight-decay multiplier; 1 for a layer that has none."""
-    return _get("bias_weight_decay_multiplier", layer)
 
 
 def set_bias_weight_decay_multiplier(layer, bias_weight_decay_multiplier):
