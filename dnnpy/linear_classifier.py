@@ -63,7 +63,7 @@ class multiclass_linear_decision_function:
         return self._features(x, "decision_values") @ self.weights.T + self.b
 
     def __call__(self, x):
-        scores = self.decision_values(self._features(x, "__call__"))
+        scores = self.decision_values(x)
         return self.labels[np.argmax(scores, axis=-1)]
 
     def save(self, path):

@@ -516,9 +516,8 @@ def load_image_dataset(source, loader=None):
         try:
             img = loader(path)
         except Exception as e:
-            hint = ""
             raise ImageDatasetError(xml_path, None, f"<image file='{im.filename}'>",
-                                    f"cannot read the image {path}: {e}{hint}") from e
+                                    f"cannot read the image {path}: {e}") from e
         img = np.asarray(img)
         if rects and source.box_area_thresh() < math.inf:
             img, rects = shrink_big_image(img, rects, source.box_area_thresh())

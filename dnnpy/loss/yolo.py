@@ -46,9 +46,10 @@ import numbers
 
 import numpy as np
 
-from ..core import add_tag_layer, layer
+from ..core import layer
 from ..geometry import centered_drect, drectangle, test_box_overlap
-from ..templates import _template, loss_template
+from ..layers.resize import _check_tag
+from ..templates import loss_template
 from ._serialize import (read_count, read_string_vector, read_test_box_overlap, write_string_vector,
                          write_test_box_overlap)
 from .base import loss_layer
@@ -115,10 +116,7 @@ class anchor_box_details:
 def _tag_id(tag, who):
     """The id of a tag template: ``tag1..tag10`` or any ``tag_template(name, id)`` (dlib's
     yolo example tags its heads with ids 4008, 4016, 4032)."""
-    if not (isinstance(tag, _template) and getattr(tag, "node_cls", None) is add_tag_layer):
-        raise TypeError(f"{who}: expected a tag template (tag1..tag10 or a tag_template(name, id)), "
-                        f"got {tag!r}")
-    return tag.id
+    return _check_tag(who, tag).id
 
 
 class yolo_options:
