@@ -45,7 +45,7 @@ def num_threads(n):
     try:
         yield
     finally:
-        if n and before is not None and before != n:
+        if n and before != n:
             dnnpy.set_num_threads(before)
 
 

@@ -227,9 +227,7 @@ def extract_image_chips(img, chip_locations, interp=None):
 
 def extract_image_chip(img, chip_location, interp=None):
     """dlib's ``extract_image_chip``: one chip (see ``extract_image_chips``)."""
-    img = _check(img, [chip_location], "extract_image_chip")
-    if _is_plain_copy(chip_location):
-        return _basic_chip(img, chip_location.rect)
+    _check(img, [chip_location], "extract_image_chip")      # errors name this function
     return extract_image_chips(img, [chip_location], interp)[0]
 
 

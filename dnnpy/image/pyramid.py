@@ -26,8 +26,9 @@ _U64 = 1 << 64
 class _pyramid_down_n:
     """dlib's ``pyramid_down<N>``: each level is ``(N-1)/N`` the size of the one above it.
     N == 1 disables the pyramid, N == 2 and N == 3 are dlib's specialised 2:1 and 3:2
-    pyramids (their own point maps and level sizes). Only the geometry lives here: the input
-    layers resample the levels with ``tt.resize_bilinear``, as dlib's do."""
+    pyramids (their own point maps and level sizes). Calling it on an image downsamples the
+    image by one level with dlib's filters; the input layers resample their levels with
+    ``tt.resize_bilinear`` instead, as dlib's do."""
 
     __slots__ = ("N",)
 
@@ -114,9 +115,7 @@ class _pyramid_down_n:
         images in float64 in dlib's order of operations."""
         img = _check_image(img, f"pyramid_down({self.N})(img)")
         nr, nc = img.shape[:2]
-        if self.N >= 4:
-            return _resize_into(img, ((self.N - 1) * nr) // self.N, ((self.N - 1) * nc) // self.N)
-        return self._down_into(img, nr, nc)
+        return self._down_into(img, ((self.N - 1) * nr) // self.N, ((self.N - 1) * nc) // self.N)
 
     def _down_into(self, img, rows, cols):
         """One level of ``img`` as a ``rows x cols`` image: for N <= 3 the size is fixed by the

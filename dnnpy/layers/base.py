@@ -59,8 +59,8 @@ def randomize_parameters(params, fan_in_plus_fan_out):
 def gradient_input_target(sub):
     """``(tensor, add_to)`` for writing the data gradient into ``sub``: the subnet's
     ``get_gradient_input_target()`` (with ``add_to`` False the tensor is sized but not zeroed
-    and every element must be assigned); a stand-in without it (``test_layer``'s subnet, a
-    user's) gives ``(sub.get_gradient_input(), True)``: ADD, as dlib's layers do."""
+    and every element must be assigned); a stand-in without it (a user's) gives
+    ``(sub.get_gradient_input(), True)``: ADD, as dlib's layers do."""
     get = getattr(sub, "get_gradient_input_target", None)
     return get() if get is not None else (sub.get_gradient_input(), True)
 
