@@ -9,7 +9,7 @@ bit-identical to numpy's for finite inputs. NaN would differ: oneDNN's max ignor
 window's max is that of its other pixels, which gets the gradient), numpy's propagates
 them (NaN out, gradient to the window's first pixel), and a window of -inf gives -FLT_MAX
 (numpy: -inf). A NaN that max pooling swallowed would hide a diverging net, so max pooling
-checks its input (one sum, a few percent of the op) and hands an input holding NaN or an
+checks its input (its minimum and maximum, a few percent of the op) and hands an input holding NaN or an
 infinity to numpy, forward and backward.
 
 Max pooling's backward needs the forward's workspace (the argmax of each window, one byte
