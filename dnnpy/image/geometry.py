@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from ..geometry import _rect_base, center, dcenter, lround, mmod_rect, rectangle
+from ..geometry import _rect_base, center, dcenter, get_rect, lround, mmod_rect, rectangle
 from .pyramid import pyramid_down
 from .resize import _check_image, _resize_into
 from .transforms import (find_affine_transform, interpolate_quadratic, inv, point_transform_affine,
@@ -25,7 +25,7 @@ __all__ = ["flip_image_left_right", "flip_image_up_down", "flip_rect_left_right"
 # flips
 
 def _corners(nr, nc):  # tl, tr, bl, br of the image's rectangle
-    r = rectangle(0, 0, nc - 1, nr - 1)
+    r = rectangle.from_size(nc, nr)
     return r.tl_corner(), r.tr_corner(), r.bl_corner(), r.br_corner()
 
 
@@ -59,9 +59,7 @@ def _check_dataset(images, objects, name):
 
 
 def _box(o, name):
-    if isinstance(o, mmod_rect):
-        return o.rect
-    if isinstance(o, _rect_base):
+    if isinstance(o, (mmod_rect, _rect_base)):
         return rectangle._coerce(o)
     raise TypeError(f"{name}: objects must be lists of rectangle or mmod_rect, got {type(o).__name__}")
 
@@ -107,7 +105,7 @@ def rotate_image(img, angle, interp=None):
     img = _check_image(img, "rotate_image")
     angle = float(angle)
     nr, nc = img.shape[:2]
-    cx, cy = center(rectangle(0, 0, nc - 1, nr - 1))
+    cx, cy = center(get_rect(img))
     sa, ca = math.sin(-angle), math.cos(-angle)
     xs, ys = [], []
     for px, py in _corners(nr, nc):
@@ -116,8 +114,8 @@ def rotate_image(img, angle, interp=None):
         ys.append(math.floor(sa * x + ca * y + 0.5) + cy)
     rows, cols = max(ys) - min(ys) + 1, max(xs) - min(xs) + 1
     R = rotation_matrix(angle)
-    oc = dcenter(rectangle(0, 0, cols - 1, rows - 1))
-    ic = dcenter(rectangle(0, 0, nc - 1, nr - 1))
+    oc = dcenter(rectangle.from_size(cols, rows))
+    ic = dcenter(get_rect(img))
     b = ((-R[0, 0]) * oc[0] + (-R[0, 1]) * oc[1] + ic[0], (-R[1, 0]) * oc[0] + (-R[1, 1]) * oc[1] + ic[1])
     trans = point_transform_affine(R, b)
     out = transform_image(img, trans, rows, cols, interpolate_quadratic() if interp is None else interp)
@@ -162,7 +160,7 @@ def pyramid_up(img, pyr=None):
     pyr = pyramid_down(2) if pyr is None else pyr
     if img.size == 0:
         return np.zeros((0, 0) + img.shape[2:], img.dtype)
-    up = rectangle._coerce(pyr.rect_up(rectangle(0, 0, img.shape[1] - 1, img.shape[0] - 1)))
+    up = rectangle._coerce(pyr.rect_up(get_rect(img)))
     if up.is_empty():
         return np.zeros((0, 0) + img.shape[2:], img.dtype)
     return _resize_into(img, up.b + 1, up.r + 1)
