@@ -17,6 +17,7 @@ import numpy as np
 from ..geometry import (OBJECT_PART_NOT_PRESENT, _rect_base, centered_drect, dcenter, drectangle,
                         full_object_detection, get_rect, grow_rect, lround, rectangle, translate_rect)
 from .pyramid import pyramid_down
+from .resize import _check_hw
 from .transforms import (find_affine_transform, find_similarity_transform, interpolate_bilinear,
                          interpolate_nearest_neighbor, rotate_point, transform_image)
 
@@ -157,9 +158,7 @@ def _is_plain_copy(d):
 
 
 def _check(img, details, name):
-    img = np.asarray(img)
-    if img.ndim not in (2, 3):
-        raise ValueError(f"{name}: expected an HxW or HxWxC image, got shape {img.shape}")
+    img = _check_hw(img, name)
     for i, d in enumerate(details):
         if not isinstance(d, chip_details):
             raise TypeError(f"{name}: chip {i} must be a chip_details, got {type(d).__name__}")

@@ -19,6 +19,7 @@ from ..rand import dlib_rand
 from ..geometry import center, centered_rect, get_rect, round_point, shrink_rect
 from .chips import chip_details, chip_dims, extract_image_chip
 from .colors import disturb_colors as _disturb_colors
+from .resize import _check_hw
 
 __all__ = ["jitter_image", "jitter_images"]
 
@@ -32,9 +33,7 @@ _TRANSLATE_AMOUNT = 0.02
 def _check(img, rnd, what):
     if not isinstance(rnd, dlib_rand):
         raise TypeError(f"{what}: rnd must be a dnnpy.data.dlib_rand, got {type(rnd).__name__}")
-    img = np.asarray(img)
-    if img.ndim not in (2, 3):
-        raise ValueError(f"{what}: expected an HxW or HxWxC image, got shape {img.shape}")
+    img = _check_hw(img, what)
     if img.shape[0] * img.shape[1] == 0 or img.shape[0] != img.shape[1]:
         raise ValueError(f"{what}: the image must be square and not empty (dlib's requirement), "
                          f"got shape {img.shape}")

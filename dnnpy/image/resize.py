@@ -18,10 +18,16 @@ from ..geometry import lround
 __all__ = ["resize_image"]
 
 
-def _check_image(img, name):
+def _check_hw(img, name):
+    """``img`` as an array, HxW or HxWxC (the one shape check of dnnpy.image's functions)."""
     img = np.asarray(img)
     if img.ndim not in (2, 3):
         raise ValueError(f"{name}: expected an HxW or HxWxC image, got shape {img.shape}")
+    return img
+
+
+def _check_image(img, name):
+    img = _check_hw(img, name)
     if img.dtype == np.bool_ or not (np.issubdtype(img.dtype, np.integer) or np.issubdtype(img.dtype, np.floating)):
         raise TypeError(f"{name}: expected an integer or float image, got dtype {img.dtype}")
     return img

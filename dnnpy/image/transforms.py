@@ -18,6 +18,7 @@ import numpy as np
 
 from ..geometry import _rect_base, centered_drect, centered_rect, dcenter, drectangle, lround, rectangle
 from .matrix_la import pinv, svd3
+from .resize import _check_hw as _check_image
 
 __all__ = ["point_transform_affine", "inv", "rotation_matrix", "rotate_point", "find_affine_transform",
            "find_similarity_transform", "rectangle_transform", "interpolate_bilinear",
@@ -207,13 +208,6 @@ class rectangle_transform:
 
 # ----------------------------------------------------------------------------------------
 # interpolation (vectorised: each interpolator samples whole coordinate arrays)
-
-def _check_image(img, name):
-    img = np.asarray(img)
-    if img.ndim not in (2, 3):
-        raise ValueError(f"{name}: expected an HxW or HxWxC image, got shape {img.shape}")
-    return img
-
 
 def _to_dtype(v, dtype):
     """dlib's ``vector_to_pixel``/``static_cast``: integers are truncated toward zero."""
