@@ -70,7 +70,7 @@ def _is_solver(obj):
     return isinstance(obj, tuple(solver_classes().values()))
 
 
-def _kind(obj):
+def object_kind(obj):
     """``(kind, type expression)`` of an object to save."""
     if isinstance(obj, net_node):
         if obj.net_type is None:
@@ -97,7 +97,7 @@ def write_solvers(w: Writer, solvers):
         write_object(w, s, "solver")
 
 
-def _write_body(w, obj, kind):
+def write_body(w, obj, kind):
     if kind == "net":
         write_net(w, obj)
     elif kind == "solvers":
@@ -106,7 +106,7 @@ def _write_body(w, obj, kind):
         write_object(w, obj, kind)
 
 
-def _default_format(target):
+def default_format(target):
     """dlib's format for a ``.dat`` path (or a file object named so), dnnpy's otherwise."""
     name = getattr(target, "name", None) if hasattr(target, "write") else target
     try:
@@ -118,7 +118,7 @@ def _default_format(target):
     return "dlib" if str(name).lower().endswith(_DLIB_EXTENSIONS) else "dnnpy"
 
 
-def _cleaned(obj):
+def cleaned(obj):
     """A copy of net ``obj`` after dlib's ``clean()`` (the caller's net is not touched)."""
     if not isinstance(obj, net_node):
         return obj
@@ -152,15 +152,15 @@ def to_bytes(obj, format="dnnpy", clean=True) -> bytes:
     if format not in FORMATS:
         raise ValueError(f"serialize: format must be one of {FORMATS} (or None: by the file "
                          f"name's extension), got {format!r}")
-    kind, expr = _kind(obj)
+    kind, expr = object_kind(obj)
     if format == "dnnpy" and expr is None:
         raise SerializationError("serialize: this net was not built from a net type (it has no "
                                  "net_type), so the dnnpy header cannot name its type; use "
                                  "format='dlib'")
     if clean:
-        obj = _cleaned(obj)
+        obj = cleaned(obj)
     w = Writer()
-    _write_body(w, obj, kind)
+    write_body(w, obj, kind)
     if format == "dlib":
         return w.bytes()
     return with_header(kind, expr, w.buffer)
@@ -182,7 +182,7 @@ def serialize(obj, path_or_file, format=None, clean=True):
     caches). The bytes are built in memory first, so a failure while serializing never
     touches the destination."""
     if format is None:
-        format = _default_format(path_or_file)
+        format = default_format(path_or_file)
     data = to_bytes(obj, format, clean)
     if hasattr(path_or_file, "write"):
         path_or_file.write(data)
@@ -305,7 +305,7 @@ def _check_kind(r, header, kind, expected_expr):
                       f"{expected_expr}")
 
 
-def _solver_from_name(r, name):
+def solver_from_name(r, name):
     cls = solver_classes().get(name)
     if cls is None:
         raise r.error(f"unknown solver type {name!r} (expected one of {sorted(solver_classes())})")
@@ -348,7 +348,7 @@ def read_solvers_staged(r: Reader, solvers, element=None):
     return commit
 
 
-def _stage(r, obj, header):
+def stage_object(r, obj, header):
     """Read the body into a staged copy of ``obj``; returns the commit function."""
     if isinstance(obj, net_node):
         _check_kind(r, header, "net", repr(obj.net_type) if obj.net_type is not None else None)
@@ -360,7 +360,7 @@ def _stage(r, obj, header):
         if header is not None:
             _check_kind(r, header, "solvers", type(obj[0]).__name__ if obj else None)
             if not obj and header[1]:
-                element = _solver_from_name(r, header[1])
+                element = solver_from_name(r, header[1])
         return read_solvers_staged(r, obj, element)
     kind = "solver" if _is_solver(obj) else "object"
     if not hasattr(obj, "deserialize"):
@@ -375,7 +375,7 @@ def _stage(r, obj, header):
 def _read_into(r, obj, header):
     """Read the body at ``r`` (after ``header``) into ``obj``; the whole input must be consumed."""
     try:
-        commit = _stage(r, obj, header)
+        commit = stage_object(r, obj, header)
         _expect_end(r, "the serialized object")
     except SerializationError:
         raise
@@ -385,7 +385,7 @@ def _read_into(r, obj, header):
     return obj
 
 
-def _refuse_plainly_not_a_net(data, name):
+def refuse_plainly_not_a_net(data, name):
     plainly = not_a_net_reason(data)
     if plainly:
         raise SerializationError(f"{name}: {plainly}")
@@ -396,7 +396,7 @@ def from_bytes(data, obj, what="bytes"):
     r = Reader(data, what)
     header = read_header(r)
     if header is None:
-        _refuse_plainly_not_a_net(data, what)
+        refuse_plainly_not_a_net(data, what)
     return _read_into(r, obj, header)
 
 
@@ -434,7 +434,7 @@ def load(path_or_file):
     r = Reader(data, name)
     header = read_header(r)
     if header is None:
-        _refuse_plainly_not_a_net(data, name)
+        refuse_plainly_not_a_net(data, name)
         text = " (it looks like a text file)" if _looks_like_text(data) else ""
         raise SerializationError(f"{name}: no dnnpy header: a dlib-format file, or not a net "
                                  f"file{text}. A dlib-format file does not say its net type: build "
@@ -462,7 +462,7 @@ def load(path_or_file):
             raise SerializationError(f"{name}: cannot construct the file's net type {expr}: "
                                      f"{type(e).__name__}: {e}") from e
     elif kind == "solver":
-        obj = _solver_from_name(r, expr)
+        obj = solver_from_name(r, expr)
     elif kind == "solvers":
         obj = []
     elif kind == "dnn_trainer":
@@ -477,9 +477,3 @@ def load(path_or_file):
         raise SerializationError(f"{name}: load cannot rebuild a {kind!r} ({expr}); use "
                                  f"dnnpy.deserialize(path, obj) with an object of that type")
     return _read_into(r, obj, header)
-
-
-# the building blocks other records use (serialization/objects.py: several objects in one file)
-object_kind, write_body, stage_object = _kind, _write_body, _stage
-default_format, cleaned, solver_from_name = _default_format, _cleaned, _solver_from_name
-refuse_plainly_not_a_net = _refuse_plainly_not_a_net
