@@ -65,7 +65,6 @@ generating 899 tokens one at a time.
 
 from __future__ import annotations
 
-import math
 import struct
 from pathlib import Path
 
@@ -80,8 +79,9 @@ from dnnpy import (add_prev, add_prev1, add_prev5, avg_pool_everything, bpe_toke
                    transpose, tril_mask)
 from dnnpy.datasets import load_shakespeare
 from dnnpy.examples._util import Timer, base_parser, make_trainer, out_dir
+# one definition of dlib's scale_weights_ for both language-model examples
+from dnnpy.examples.slm_basic_train import scale_weights
 from dnnpy.layers.base import computational_layer, seeded_initialisation
-from dnnpy.layers.dropout import multiply_
 from dnnpy.serialization import from_bytes, to_bytes
 from dnnpy.templates import layer_template
 
@@ -174,16 +174,6 @@ class rotary_positional_embedding_(computational_layer):
 
 
 rope = layer_template("rope", rotary_positional_embedding_)
-
-
-class scale_weights_(multiply_):
-    """dlib's ``scale_weights_<d_k>``: a ``multiply_`` by ``1/sqrt(d_k)`` (serialized as one)."""
-
-    def __init__(self, d_k):
-        super().__init__(1.0 / math.sqrt(float(d_k)))
-
-
-scale_weights = layer_template("scale_weights", scale_weights_)
 
 
 # ----------------------------------------------------------------------------------------
