@@ -1,0 +1,1 @@
+"""ONNX export: the protobuf writer (``proto``); the exporter follows."""
