@@ -247,3 +247,30 @@ def test_loss_without_labels_head_refuses():
     net.forward(_data("", (1, 3, 2, 2)))
     with pytest.raises(onnx_export_error, match="no in-graph 'labels'"):
         export_bytes(net, (3, 2, 2), outputs=("scores", "labels"))
+
+
+def test_cli_export(tmp_path, capsys):
+    """``dnnpy export``: a dnnpy-format file, and a dlib-format one with --type."""
+    from dnnpy.cli import main
+    net_type = dnnpy.loss_multiclass_log[dnnpy.fc[3, dnnpy.relu[dnnpy.con[2, 3, 3, 1, 1, dnnpy.input[np.uint8]]]]]
+    net = net_type()
+    imgs = np.random.default_rng(8).integers(0, 256, (2, 6, 5), dtype=np.uint8)
+    labels = net(imgs)
+    dnnpy.serialize(net, str(tmp_path / "n.dnnpy"))
+    dnnpy.serialize(net, str(tmp_path / "n.dat"))          # dlib's bytes: no type in the file
+    out = tmp_path / "n.onnx"
+    assert main(["export", str(tmp_path / "n.dnnpy"), "-o", str(out), "--input-shape", "1,6,5",
+                 "--input-mode", "input_layer", "--outputs", "scores,labels"]) == 0
+    assert "wrote" in capsys.readouterr().out
+    lab = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(["labels"], {"input": imgs})[0]
+    assert list(lab) == list(labels)
+    assert main(["export", str(tmp_path / "n.dat"), "-o", str(out), "--type", repr(net_type),
+                 "--input-shape", "1,6,5"]) == 0
+    scores = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(
+        None, {"input": net.to_tensor(imgs).numpy()})[0]
+    _close(scores, net.subnet()(imgs))
+    assert main(["export", str(tmp_path / "n.dat"), "-o", str(tmp_path / "m.onnx")]) == 1
+    assert "--type" in capsys.readouterr().err
+    assert main(["export", str(tmp_path / "n.dnnpy"), "-o", str(tmp_path / "m.onnx")]) == 1
+    assert "input_shape is required" in capsys.readouterr().err
+    assert not (tmp_path / "m.onnx").exists()
