@@ -25,6 +25,13 @@
     argument reaches (``scale_(tag1) --input-shape 2,3,1,1 --tagged-shape 2,3,4,4``).
     ``--keep-params`` checks the parameters ``setup`` writes instead of random ones. Exit
     status 0 when the layer passes, 1 otherwise.
+
+``dnnpy export FILE -o OUT.onnx [--type EXPR] [--input-shape K,R,C] [--input-mode tensor|input_layer]
+[--outputs scores,labels] [--opset 17] [--dropout error|multiply] [--bn error|running_stats]
+[--import MODULE ...]``
+    Write the net in FILE (dnnpy format, or dlib's with ``--type``) as an ONNX model
+    (``dnnpy.onnx.export``, docs/onnx.md). ``--input-shape`` is the tensor shape the input
+    layer makes (K,R,C or N,K,R,C), needed unless the input has a fixed size.
 """
 
 from __future__ import annotations
@@ -46,6 +53,7 @@ from . import __version__, layers
 from .core import net_node
 from .errors import SerializationError
 from .layers.base import computational_layer
+from .onnx import export as onnx_export
 from .parsing import net_type_from_string
 from .serialization.files import (deserialize, load, not_a_net_reason, read_header, read_source,
                                   solver_classes, to_bytes)
@@ -316,6 +324,48 @@ def _info(args, out):
 
 
 # ----------------------------------------------------------------------------------------
+# export
+
+def _tensor_shape(text):
+    try:
+        shape = tuple(int(v) for v in text.replace("x", ",").split(","))
+    except ValueError:
+        shape = ()
+    if len(shape) not in (3, 4) or min(shape) < 1:
+        raise argparse.ArgumentTypeError(f"expected K,R,C or N,K,R,C (positive integers), got {text!r}")
+    return shape
+
+
+def _read_net(path, type_expr, command):
+    """The net in ``path``: a dnnpy-format file names its type; a dlib one needs ``type_expr``."""
+    data, _ = read_source(path)
+    if read_header(Reader(data, path)) is not None:
+        obj = load(path)
+    else:
+        if not type_expr:
+            raise SerializationError(
+                f"{path}: no dnnpy header: a dlib-format file does not store its net type: pass it "
+                f"as a bracket expression, dnnpy {command} {path} --type \"loss_...[...]\"")
+        try:
+            net_type = net_type_from_string(type_expr)
+        except ValueError as e:
+            raise SerializationError(f"--type: {e}") from None
+        obj = deserialize(path, net_type())
+    if not isinstance(obj, net_node):
+        raise SerializationError(f"{path}: holds {type(obj).__name__}, not a net")
+    return obj
+
+
+def _export(args, out):
+    net = _read_net(args.file, args.type, "export")
+    outputs = tuple(o.strip() for o in args.outputs.split(",") if o.strip())
+    data = onnx_export(net, args.output, args.input_shape, opset=args.opset, input_mode=args.input_mode,
+                       outputs=outputs, dropout=args.dropout, bn=args.bn)
+    print(f"wrote {args.output} ({len(data)} bytes, opset {args.opset}, outputs {', '.join(outputs)})", file=out)
+    return 0
+
+
+# ----------------------------------------------------------------------------------------
 # test-layer
 
 _SHAPE_HINT = ("this layer may need particular input shapes: pass --input-shape N,K,R,C (the "
@@ -372,6 +422,19 @@ def _parser():
     t.add_argument("--keep-params", action="store_true",
                    help="check the parameters setup writes (dlib's behaviour) instead of random ones")
     t.add_argument("--import", dest="imports", **imp)
+    e = sub.add_parser("export", help="write a saved net (dnnpy or dlib format) as an ONNX model")
+    e.add_argument("file")
+    e.add_argument("-o", "--output", required=True, help="the .onnx file to write")
+    e.add_argument("--type", help="the net type of a dlib-format file, as a bracket expression")
+    e.add_argument("--input-shape", type=_tensor_shape, metavar="K,R,C",
+                   help="the shape of the tensor the input layer makes (K,R,C or N,K,R,C)")
+    e.add_argument("--input-mode", default="tensor", choices=["tensor", "input_layer"],
+                   help="graph input: the tensor, or what the input layer takes (preprocessing in the graph)")
+    e.add_argument("--outputs", default="scores", help="comma-separated: scores, labels, probabilities")
+    e.add_argument("--opset", type=int, default=17)
+    e.add_argument("--dropout", default="error", choices=["error", "multiply"])
+    e.add_argument("--bn", default="error", choices=["error", "running_stats"])
+    e.add_argument("--import", dest="imports", **imp)
     return p
 
 
@@ -381,6 +444,8 @@ def main(argv=None) -> int:
         modules = [import_module(m) for m in args.imports]
         if args.command == "info":
             return _info(args, sys.stdout)
+        if args.command == "export":
+            return _export(args, sys.stdout)
         return _test_layer(args, sys.stdout, modules)
     except (SerializationError, ValueError, TypeError) as e:
         print(f"dnnpy {args.command}: error: {e}", file=sys.stderr)

@@ -248,6 +248,13 @@ class input_rgb_image(rgb_averages, image_space_identity, input_layer):
     def to_xml(self):
         return f"<input_rgb_image {self._avgs_xml()}/>\n"
 
+    def to_onnx(self, g, shape, batch):
+        """Graph input: uint8 RGB images ``(N, H, W, 3)`` (RGB order; OpenCV gives BGR), then
+        ``Cast``, ``Transpose`` to NCHW, ``Sub`` the channel means, ``Div`` 256."""
+        if shape[1] != 3:
+            g.refuse(f"RGB images make 3 channels, but input_shape has k={shape[1]}")
+        return g.image_input(np.uint8, shape, batch, "nhwc", (self.avg_red, self.avg_green, self.avg_blue))
+
 
 class input_tensor(input_layer):
     """dlib's ``input_tensor``: the batch is a list of tensors (or arrays) with equal
@@ -290,6 +297,10 @@ class input_tensor(input_layer):
     def to_xml(self):
         return "<input_tensor/>\n"
 
+    def to_onnx(self, g, shape, batch):
+        """The tensor itself (float32 NCHW)."""
+        return g.image_input(np.float32, shape, batch)
+
 
 class _input_matrix(image_space_identity, input_layer):
     """Batch of 2-D arrays of one dtype -> ``(N, 1, nr, nc)``; uint8 values are divided by
@@ -319,6 +330,13 @@ class _input_matrix(image_space_identity, input_layer):
     def to_xml(self):
         return "<input/>\n"
 
+    def to_onnx(self, g, shape, batch):
+        """Graph input: ``(N, H, W)`` matrices of the layer's dtype; ``Cast``, ``Unsqueeze``
+        to one channel, ``Div`` 256 for uint8."""
+        if shape[1] != 1:
+            g.refuse(f"matrices make 1 channel, but input_shape has k={shape[1]}")
+        return g.image_input(self.dtype, shape, batch, "nhw")
+
 
 class rgb_pixel:
     """dlib's ``rgb_pixel`` as a pixel type: ``input[rgb_pixel]`` is dlib's
@@ -341,6 +359,12 @@ class _input_rgb_matrix(_input_matrix):
 
     def to_tensor(self, batch, data):
         rgb_images_to_tensor(self, batch, data, (0.0, 0.0, 0.0))
+
+    def to_onnx(self, g, shape, batch):
+        """Graph input: uint8 RGB images ``(N, H, W, 3)``; ``Cast``, ``Transpose``, ``Div`` 256."""
+        if shape[1] != 3:
+            g.refuse(f"RGB images make 3 channels, but input_shape has k={shape[1]}")
+        return g.image_input(np.uint8, shape, batch, "nhwc")
 
 
 _INPUT_TYPES = {rgb_pixel: _input_rgb_matrix}

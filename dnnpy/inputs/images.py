@@ -118,6 +118,17 @@ class _input_rgb_image_sized(rgb_averages, image_space_identity, input_layer):
     def to_xml(self):
         return f"<input_rgb_image_sized {self._avgs_xml()} nr='{self.NR}' nc='{self.NC}'/>\n"
 
+    def onnx_tensor_shape(self):
+        """The tensor shape ``dnnpy.onnx.export`` uses when none is given."""
+        return (3, self.NR, self.NC)
+
+    def to_onnx(self, g, shape, batch):
+        """As ``input_rgb_image``: uint8 ``(N, NR, NC, 3)`` images, preprocessed in the graph."""
+        if shape[1:] != (3, self.NR, self.NC):
+            g.refuse(f"the images are {self.NR}x{self.NC} RGB, so the tensor is (3, {self.NR}, {self.NC}), "
+                     f"not input_shape {shape[1:]}")
+        return g.image_input(np.uint8, shape, batch, "nhwc", (self.avg_red, self.avg_green, self.avg_blue))
+
 
 def _sized_args(nr, nc=None):
     nr = _positive_int("input_rgb_image_sized", "NR", nr)
@@ -222,6 +233,12 @@ class _input_array(image_space_identity, input_layer):
 
     def to_xml(self):
         return "<input/>\n"
+
+    def to_onnx(self, g, shape, batch):
+        """Graph input: ``(N, K, H, W)`` of the layer's dtype; ``Cast``, ``Div`` 256 for uint8."""
+        if shape[1] != self.K:
+            g.refuse(f"the input holds K={self.K} matrices, but input_shape has k={shape[1]}")
+        return g.image_input(self.dtype, shape, batch)
 
 
 def _array_args(dtype, k):

@@ -169,6 +169,14 @@ class _input_image_pyramid(input_layer):
     def _paddings_str(self):
         return f" pyramid_padding={self.pyramid_padding} pyramid_outer_padding={self.pyramid_outer_padding}"
 
+    def to_onnx(self, g, shape, batch):
+        """Refused: the pyramid's tiled layout depends on the image size, and the level
+        rectangles are needed to decode detections; export with ``input_mode="tensor"`` and
+        feed the tensor ``to_tensor`` makes."""
+        g.refuse("an image pyramid is built on the host (its layout depends on the image size, and "
+                 "detections need its level rectangles): export with input_mode='tensor' and feed the "
+                 "tensor to_tensor makes")
+
 
 class _input_grayscale_image_pyramid(_input_image_pyramid):
     """Batch of 2-D uint8 images -> ``(N, 1, NR, NC)`` tiled pyramids of ``pixel/256``."""

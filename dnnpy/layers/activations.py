@@ -136,6 +136,10 @@ class relu_(computational_layer, _identity_map):
     def to_xml(self):
         return "<relu disabled='true'/>\n" if self.disabled else "<relu/>\n"
 
+    def to_onnx(self, g, x):
+        """``Relu``; disabled: nothing."""
+        return x if self.disabled else g.node("Relu", [x])
+
 
 class prelu_(computational_layer, _identity_map):
     """``x > 0 ? x : p*x`` with one learnable scalar ``p`` (params = ``(1,1,1,1)``, set to
@@ -183,6 +187,10 @@ class prelu_(computational_layer, _identity_map):
         return (f"<prelu initial_param_value='{xml_num(self.initial_param_value)}'>\n"
                 + xml_matrix(self.params) + "</prelu>\n")
 
+    def to_onnx(self, g, x):
+        """``PRelu`` with the learned slope (one value, broadcast)."""
+        return g.node("PRelu", [x, g.const(self.params.numpy().reshape(1), hint="slope")])
+
 
 class leaky_relu_(_pointwise_inplace):
     """``x > 0 ? x : alpha*x``."""
@@ -206,6 +214,9 @@ class leaky_relu_(_pointwise_inplace):
     def dot_label(self):
         return f"leaky_relu | {{ alpha |{{{cpp_num(self.alpha)}}}}}"
 
+    def to_onnx(self, g, x):
+        return g.node("LeakyRelu", [x], alpha=float(self.alpha))
+
 
 class sig_(_pointwise_inplace):
     """``1/(1+exp(-x))``."""
@@ -219,6 +230,9 @@ class sig_(_pointwise_inplace):
     def to_xml(self):
         return "<sig/>\n"
 
+    def to_onnx(self, g, x):
+        return g.node("Sigmoid", [x])
+
 
 class htan_(_pointwise_inplace):
     """``tanh(x)``."""
@@ -231,6 +245,9 @@ class htan_(_pointwise_inplace):
 
     def to_xml(self):
         return "<htan/>\n"
+
+    def to_onnx(self, g, x):
+        return g.node("Tanh", [x])
 
 
 class clipped_relu_(_pointwise_inplace):
@@ -253,6 +270,9 @@ class clipped_relu_(_pointwise_inplace):
     def to_xml(self):
         return f"<clipped_relu ceiling='{xml_num(self.ceiling)}'/>\n"
 
+    def to_onnx(self, g, x):
+        return g.node("Clip", [x, g.scalar(0), g.scalar(self.ceiling)])
+
 
 class elu_(_pointwise_inplace):
     """``x > 0 ? x : alpha*(exp(x)-1)``."""
@@ -273,6 +293,9 @@ class elu_(_pointwise_inplace):
 
     def to_xml(self):
         return f"<elu alpha='{xml_num(self.alpha)}'/>\n"
+
+    def to_onnx(self, g, x):
+        return g.node("Elu", [x], alpha=float(self.alpha))
 
 
 class smelu_(_pointwise_inplace):
@@ -299,6 +322,16 @@ class smelu_(_pointwise_inplace):
     def dot_label(self):
         return f"smelu | {{ beta |{{{cpp_num(self.beta)}}}}}"
 
+    def to_onnx(self, g, x):
+        """``x >= beta: x; x <= -beta: 0; else (x + beta)^2 / (4 beta)`` with two ``Where``s."""
+        beta = g.scalar(self.beta)
+        shifted = g.node("Add", [x, beta])
+        mid = g.node("Div", [g.node("Mul", [shifted, shifted]), g.scalar(4 * np.float32(self.beta))])
+        low = g.node("LessOrEqual", [x, g.scalar(-self.beta)], dtype=np.bool_)
+        inner = g.node("Where", [low, g.scalar(0), mid], shape=g.shape(x), dtype=np.float32)
+        high = g.node("GreaterOrEqual", [x, beta], dtype=np.bool_)
+        return g.node("Where", [high, x, inner], shape=g.shape(x), dtype=np.float32)
+
 
 class mish_(_pointwise_from_input):
     """``x*tanh(softplus(x))``; dlib's derivative is clamped to 1 / 0 beyond +-8."""
@@ -311,6 +344,12 @@ class mish_(_pointwise_from_input):
 
     def to_xml(self):
         return "<mish/>\n"
+
+    def to_onnx(self, g, x):
+        """``Mish`` (opset 18+), else ``x * tanh(softplus(x))``."""
+        if g.opset >= 18:
+            return g.node("Mish", [x])
+        return g.node("Mul", [x, g.node("Tanh", [g.node("Softplus", [x])])])
 
 
 class gelu_(_pointwise_from_input):
@@ -325,6 +364,13 @@ class gelu_(_pointwise_from_input):
     def to_xml(self):
         return "<gelu/>\n"
 
+    def to_onnx(self, g, x):
+        """``Gelu`` (opset 20+, exact erf form), else ``0.5 * x * (1 + erf(x / sqrt(2)))``."""
+        if g.opset >= 20:
+            return g.node("Gelu", [x])
+        erf = g.node("Erf", [g.node("Div", [x, g.scalar(np.sqrt(2.0))])])
+        return g.node("Mul", [g.node("Mul", [x, g.node("Add", [erf, g.scalar(1)])]), g.scalar(0.5)])
+
 
 class silu_(_pointwise_from_input):
     """``x*sigmoid(x)``."""
@@ -337,6 +383,9 @@ class silu_(_pointwise_from_input):
 
     def to_xml(self):
         return "<silu/>\n"
+
+    def to_onnx(self, g, x):
+        return g.node("Mul", [x, g.node("Sigmoid", [x])])
 
 
 relu = layer_template("relu", relu_)

@@ -225,6 +225,11 @@ class adaptive_computation_time_(computational_layer):
                 f" depth_scaling='{'true' if self.enable_depth_scaling_ else 'false'}'>\n"
                 + xml_matrix(self.params) + "</act>\n")
 
+    def to_onnx(self, g, x):
+        """``Identity``: every position's effective weights sum to 1, so the output is the
+        input up to rounding (see the module docstring)."""
+        return x
+
 
 adaptive_computation_time = layer_template("adaptive_computation_time", adaptive_computation_time_)
 act = layer_template("act", adaptive_computation_time_, max_steps=8)

@@ -204,6 +204,16 @@ class affine_(computational_layer):
         attr = " disabled='true'" if self.disabled else ""
         return f"<{name}{attr}>\n" + xml_matrix(self.params) + f"</{name}>\n"
 
+    def to_onnx(self, g, x):
+        """``Mul`` by gamma, ``Add`` beta: ``(1, k, 1, 1)`` in CONV mode, ``(1, k, nr, nc)``
+        in FC mode; disabled: nothing."""
+        if self.disabled:
+            return x
+        shape = self.gamma.shape if self.mode == FC_MODE else (1, self.gamma.shape[1], 1, 1)
+        gamma = g.const(self.get_gamma().numpy().reshape(shape), hint="gamma")
+        beta = g.const(self.get_beta().numpy().reshape(shape), hint="beta")
+        return g.node("Add", [g.node("Mul", [x, gamma]), beta])
+
 
 def _convert_bn_record(bn):
     """The params dlib's ``affine_(bn_)`` computes from a bn_ record (None when it has none):

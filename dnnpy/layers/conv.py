@@ -281,6 +281,20 @@ class con_(_conv_base):
         return self._xml("con", self.nr(), self.nc(),
                          f" use_relu='{'true' if self.use_relu else 'false'}'")
 
+    def to_onnx(self, g, x):
+        """``Conv`` with pads ``[py, px, py, px]`` (dlib's floor output size is ONNX's); the
+        filters ``(num_filters, k, nr, nc)`` are ONNX's layout; a fused ReLU -> ``Relu``."""
+        n, k, h, w = g.shape(x)
+        nr, nc = self.nr_ or h, self.nc_ or w
+        filt = g.const(self.get_filters().numpy(), hint="W")
+        inputs = [x, filt] + ([g.const(self.get_biases().numpy().reshape(-1), hint="B")] if self.use_bias else [])
+        oh = (h + 2 * self.padding_y_ - nr) // self.stride_y_ + 1
+        ow = (w + 2 * self.padding_x_ - nc) // self.stride_x_ + 1
+        y = g.node("Conv", inputs, shape=(n, self.num_filters_, oh, ow), kernel_shape=[nr, nc],
+                   strides=[self.stride_y_, self.stride_x_],
+                   pads=[self.padding_y_, self.padding_x_, self.padding_y_, self.padding_x_])
+        return g.node("Relu", [y]) if self.use_relu else y
+
 
 class cont_(_conv_base):
     """Transposed convolution: ``out.nr = stride_y*(in.nr - 1) + nr - 2*padding_y``.
@@ -329,6 +343,19 @@ class cont_(_conv_base):
 
     def to_xml(self):
         return self._xml("cont", self.nr_, self.nc_, "")
+
+    def to_onnx(self, g, x):
+        """``ConvTranspose`` with pads ``[py, px, py, px]`` and no output padding: dlib's
+        ``stride*(in-1) + n - 2*pad`` is ONNX's size; filters ``(k_in, num_filters, nr, nc)``
+        are ONNX's layout."""
+        n, k, h, w = g.shape(x)
+        filt = g.const(self.get_filters().numpy(), hint="W")
+        inputs = [x, filt] + ([g.const(self.get_biases().numpy().reshape(-1), hint="B")] if self.use_bias else [])
+        oh = self.stride_y_ * (h - 1) + self.nr_ - 2 * self.padding_y_
+        ow = self.stride_x_ * (w - 1) + self.nc_ - 2 * self.padding_x_
+        return g.node("ConvTranspose", inputs, shape=(n, self.num_filters_, oh, ow),
+                      kernel_shape=[self.nr_, self.nc_], strides=[self.stride_y_, self.stride_x_],
+                      pads=[self.padding_y_, self.padding_x_, self.padding_y_, self.padding_x_])
 
 
 con = layer_template("con", con_)

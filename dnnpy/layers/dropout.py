@@ -82,6 +82,18 @@ class dropout_(computational_layer, _identity_map):
     def to_xml(self):
         return f"<dropout drop_rate='{xml_num(self.drop_rate)}'/>\n"
 
+    def to_onnx(self, g, x):
+        """Refused by default: dlib's dropout has no inference mode (every forward drops a
+        fresh random set of values), so no graph computes what the layer computes. With the
+        export option ``dropout="multiply"``: its expectation ``x * (1 - drop_rate)``, which
+        is what ``inference_copy`` (dlib's ``multiply_(dropout_)``) turns it into."""
+        if g.option("dropout") != "multiply":
+            g.refuse(f"dropout (drop_rate={fmt(self.drop_rate)}) draws a new random mask at every forward "
+                     f"(dlib has no inference mode for it); convert the net first with "
+                     f"dnnpy.inference_copy(net) (dropout -> multiply by 1 - drop_rate), or pass "
+                     f"dropout='multiply' to export that form")
+        return g.node("Mul", [x, g.scalar(np.float32(1) - np.float32(self.drop_rate))])
+
 
 class dropout_rate_(dropout_):
     """``dropout_(percent/100)``; ``percent`` is an integer in [0, 100] (a template
@@ -146,6 +158,9 @@ class multiply_(computational_layer, _identity_map):
 
     def to_xml(self):
         return f"<multiply val='{xml_num(self.val)}'/>\n"
+
+    def to_onnx(self, g, x):
+        return g.node("Mul", [x, g.scalar(self.val)])
 
 
 dropout = layer_template("dropout", dropout_)

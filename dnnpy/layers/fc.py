@@ -103,6 +103,19 @@ class fc_(dense_base, with_multipliers):
     def dot_label(self):
         return f"fc | {{ outputs |{{{self.num_outputs}}}}}"
 
+    def to_onnx(self, g, x):
+        """``Flatten`` (NCHW memory order, dlib's), ``Gemm`` with W ``(in, out)`` as stored
+        (``MatMul`` without a bias), ``Reshape`` to ``(N, out, 1, 1)``."""
+        n = g.shape(x)[0]
+        flat = g.node("Flatten", [x], shape=(n, self.num_inputs), axis=1)
+        w = g.const(self.get_weights().numpy().reshape(self.num_inputs, self.num_outputs), hint="W")
+        if self._has_bias():
+            b = g.const(self.get_biases().numpy().reshape(-1), hint="B")
+            y = g.node("Gemm", [flat, w, b], shape=(n, self.num_outputs))
+        else:
+            y = g.node("MatMul", [flat, w], shape=(n, self.num_outputs))
+        return g.reshape(y, [0, self.num_outputs, 1, 1], (n, self.num_outputs, 1, 1))
+
 
 fc = layer_template("fc", fc_)
 fc_no_bias = layer_template("fc_no_bias", fc_, bias_mode=FC_NO_BIAS)

@@ -103,6 +103,15 @@ class linear_(dense_base):
     def dot_label(self):
         return f"linear | {{ outputs |{{{self.num_outputs}}}}}"
 
+    def to_onnx(self, g, x):
+        """``MatMul`` over the last axis (W ``(nc_in, out)``) and ``Add`` of the bias row."""
+        n, k, nr, _ = g.shape(x)
+        w = g.const(self.get_weights().numpy().reshape(self.num_inputs, self.num_outputs), hint="W")
+        y = g.node("MatMul", [x, w], shape=(n, k, nr, self.num_outputs))
+        if self._has_bias():
+            y = g.node("Add", [y, g.const(self.get_biases().numpy().reshape(-1), hint="B")])
+        return y
+
 
 linear = layer_template("linear", linear_)
 linear_no_bias = layer_template("linear_no_bias", linear_, bias_mode=LINEAR_NO_BIAS)

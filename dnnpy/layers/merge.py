@@ -87,6 +87,15 @@ class add_prev_(_identity_map, _tag_merge):
         g = self._tagged(sub).get_gradient_input()
         tt.add(g, g, gradient_input)
 
+    def to_onnx(self, g, x):
+        """``Add``; tensors of different sizes are zero-padded at the end of each dimension
+        to the larger (``Pad``), as dlib's ``add`` of mismatched tensors."""
+        t = g.tagged(self.tag)
+        if g.shape(x)[0] != g.shape(t)[0]:
+            g.refuse(f"its input{g.shape(x)} and tag{self.id}'s output{g.shape(t)} differ in num_samples")
+        shape = tuple(max(a, b) for a, b in zip(g.shape(x), g.shape(t)))
+        return g.node("Add", [g.zero_pad_to(x, shape), g.zero_pad_to(t, shape)], shape=shape)
+
 
 class mult_prev_(_identity_map, _tag_merge):
     """``output = sub * tagged`` pointwise, zero-padded to the largest of each dimension."""
@@ -103,6 +112,14 @@ class mult_prev_(_identity_map, _tag_merge):
         t1, t2 = sub.get_output(), self._tagged(sub).get_output()
         tt.multiply_zero_padded(True, sub.get_gradient_input(), t2, gradient_input)
         tt.multiply_zero_padded(True, self._tagged(sub).get_gradient_input(), t1, gradient_input)
+
+    def to_onnx(self, g, x):
+        """``Mul``, zero-padded to the larger size as ``add_prev_``."""
+        t = g.tagged(self.tag)
+        if g.shape(x)[0] != g.shape(t)[0]:
+            g.refuse(f"its input{g.shape(x)} and tag{self.id}'s output{g.shape(t)} differ in num_samples")
+        shape = tuple(max(a, b) for a, b in zip(g.shape(x), g.shape(t)))
+        return g.node("Mul", [g.zero_pad_to(x, shape), g.zero_pad_to(t, shape)], shape=shape)
 
 
 class multm_prev_(_identity_map, _tag_merge):
@@ -125,6 +142,17 @@ class multm_prev_(_identity_map, _tag_merge):
         t1, t2 = sub.get_output(), self._tagged(sub).get_output()
         tt.gemm(1, sub.get_gradient_input(), 1, gradient_input, False, t2, True, tt.PLANE_WISE)
         tt.gemm(1, self._tagged(sub).get_gradient_input(), 1, t1, True, gradient_input, False, tt.PLANE_WISE)
+
+    def to_onnx(self, g, x):
+        """``MatMul`` of the planes, ``(N, k, M, L) x (N, k, L, P)``. Only for equal N and k:
+        dnnpy's PLANE_WISE gemm reads other shape pairs in ways (the first min(N) x min(k)
+        planes, an ``(N, K, 1, 1)`` tensor as one matrix) that ONNX cannot express."""
+        t = g.tagged(self.tag)
+        a, b = g.shape(x), g.shape(t)
+        if a[:2] != b[:2] or a[3] != b[2]:
+            g.refuse(f"only the per-plane product of (N, k, M, L) by (N, k, L, P) is exported; its input "
+                     f"is {a} and tag{self.id}'s output {b}")
+        return g.node("MatMul", [x, t], shape=(a[0], a[1], a[2], b[3]))
 
 
 class _scale_base(_tag_merge):
@@ -175,6 +203,15 @@ class _scale_base(_tag_merge):
             self.reshape_src = alias_tensor(src.num_samples() * src.k(), src.nr() * src.nc())
         sgrad = self.reshape_scales(scales_node.get_gradient_input())
         tt.dot_prods(True, sgrad, self.reshape_src(src), self.reshape_src(gradient_input))
+
+    def to_onnx(self, g, x):
+        """``Mul`` of the scaled input by the ``(N, k, 1, 1)`` scales (broadcast)."""
+        t = g.tagged(self.tag)
+        src, scales = (t, x) if isinstance(self, scale_) else (x, t)
+        n, k = g.shape(src)[:2]
+        if g.shape(scales) != (n, k, 1, 1):
+            g.refuse(f"the scales{g.shape(scales)} must be ({n}, {k}, 1, 1) for the scaled input{g.shape(src)}")
+        return g.node("Mul", [src, scales], shape=g.shape(src))
 
 
 class scale_(_scale_base):

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import numbers
 
+import numpy as np
+
 from .. import tensor_tools as tt
 from ..tensor import alias_tensor, resizable_tensor
 from ..templates import layer_template
@@ -237,6 +239,26 @@ class bn_(_normalization):
                 f" running_stats_window_size='{self.running_stats_window_size}'"
                 + self._xml_attrs() + ">\n" + xml_matrix(self.params) + f"</{self._name()}>\n")
 
+    def to_onnx(self, g, x):
+        """Refused by default: for a batch of more than one sample bn normalises with the
+        batch's statistics, which no fixed graph reproduces. With the export option
+        ``bn="running_stats"``: the inference form (what one sample gets), ``x * s + t`` with
+        ``s = gamma / sqrt(running_var + eps)``, ``t = beta - running_mean * s``."""
+        if g.option("bn") != "running_stats":
+            g.refuse(f"{self._name()} normalises a batch of N > 1 samples with the batch's own statistics "
+                     f"(dlib's semantics), which a fixed graph cannot reproduce; convert the net first "
+                     f"with dnnpy.inference_copy(net) (bn -> affine), or pass bn='running_stats' to "
+                     f"export its one-sample (running statistics) form")
+        shape = self.gamma.shape if self.mode == FC_MODE else (1, self.gamma.shape[1], 1, 1)
+        p = self.params.numpy().reshape(-1).astype(np.float64)
+        gamma, beta = p[:self.gamma.size()], p[self.gamma.size():]
+        mean = self.running_means.numpy().reshape(-1).astype(np.float64)
+        var = self.running_variances.numpy().reshape(-1).astype(np.float64)
+        scale = gamma / np.sqrt(var + self.eps)
+        shift = beta - mean * scale
+        return g.node("Add", [g.node("Mul", [x, g.const(scale.reshape(shape), hint="scale")]),
+                              g.const(shift.reshape(shape), hint="shift")])
+
 
 class layer_norm_(_normalization):
     """Layer normalisation (dlib's implementation): per sample, mean and variance over all
@@ -301,6 +323,19 @@ class layer_norm_(_normalization):
         return (f"<layer_norm eps='{xml_num(self.eps)}'" + self._xml_attrs() + ">\n"
                 + xml_matrix(self.params) + "</layer_norm>\n")
 
+    def to_onnx(self, g, x):
+        """Statistics over each sample's ``k*nr*nc`` values: ``LayerNormalization(axis=1)``
+        with unit scale and zero bias, then the per-channel gamma and beta (``Mul``/``Add``
+        with ``(1, k, 1, 1)``; the second form of the mapping, which every runtime takes)."""
+        _, k, nr, nc = g.shape(x)
+        ones = g.const(np.ones((k, nr, nc), np.float32), hint="one")
+        zeros = g.const(np.zeros((k, nr, nc), np.float32), hint="zero")
+        y = g.node("LayerNormalization", [x, ones, zeros], axis=1, epsilon=float(self.eps))
+        p = self.params.numpy().reshape(-1)
+        gamma = g.const(p[:k].reshape(1, k, 1, 1), hint="gamma")
+        beta = g.const(p[k:2 * k].reshape(1, k, 1, 1), hint="beta")
+        return g.node("Add", [g.node("Mul", [y, gamma]), beta])
+
 
 class rms_norm_(_normalization):
     """RMS normalisation (dlib's implementation): ``scale[n] = 1/sqrt(mean(x[n]**2) + eps)``
@@ -351,6 +386,15 @@ class rms_norm_(_normalization):
     def to_xml(self):
         return (f"<rms_norm eps='{xml_num(self.eps)}'" + self._xml_attrs() + ">\n"
                 + xml_matrix(self.params) + "</rms_norm>\n")
+
+    def to_onnx(self, g, x):
+        """``x / sqrt(mean(x^2 over k, nr, nc) + eps) * gamma`` (RMSNormalization exists
+        only from opset 23)."""
+        k = g.shape(x)[1]
+        ms = g.reduce("ReduceMean", g.node("Mul", [x, x]), [1, 2, 3])
+        rms = g.node("Sqrt", [g.node("Add", [ms, g.scalar(self.eps)])])
+        gamma = g.const(self.params.numpy().reshape(-1)[:k].reshape(1, k, 1, 1), hint="gamma")
+        return g.node("Mul", [g.node("Div", [x, rms]), gamma])
 
 
 bn_con = layer_template("bn_con", bn_, mode=CONV_MODE)

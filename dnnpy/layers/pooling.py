@@ -89,6 +89,22 @@ class _pool_base(sliding_window, computational_layer):
     def dot_label(self):
         return f"{self._kind}_pool" + self._window_dot()
 
+    def to_onnx(self, g, x):
+        """``MaxPool`` / ``AveragePool`` with pads ``[py, px, py, px]``, floor output size
+        (``ceil_mode=0``) and, for averages, ``count_include_pad=0``: dlib's windows are
+        clipped to the image, and ONNX leaves the padded cells out of both. A window of 0
+        spans the whole input. (A max window that is all -inf gives -inf here and
+        -3.4e38 in onnxruntime, which starts from the lowest float.)"""
+        n, k, h, w = g.shape(x)
+        nr, nc = self.nr_ or h, self.nc_ or w
+        oh = (h + 2 * self.padding_y_ - nr) // self.stride_y_ + 1
+        ow = (w + 2 * self.padding_x_ - nc) // self.stride_x_ + 1
+        attrs = dict(kernel_shape=[nr, nc], strides=[self.stride_y_, self.stride_x_],
+                     pads=[self.padding_y_, self.padding_x_, self.padding_y_, self.padding_x_])
+        if self._kind == "max":
+            return g.node("MaxPool", [x], shape=(n, k, oh, ow), **attrs)
+        return g.node("AveragePool", [x], shape=(n, k, oh, ow), count_include_pad=0, **attrs)
+
 
 class max_pool_(_pool_base):
     """Max over each ``nr x nc`` window (clipped to the image); ties go to the first pixel

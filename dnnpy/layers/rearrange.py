@@ -78,6 +78,17 @@ class reorg_(computational_layer):
             return "reorg"
         return f"reorg | {{stride|{{{self.row_stride},{self.col_stride}}}}}"
 
+    def to_onnx(self, g, x):
+        """``src(n, c, r*rs + qy, col*cs + qx) -> dest(n, (qy*cs + qx)*k + c, r, col)``:
+        ``Reshape(N, k, H/rs, rs, W/cs, cs)``, ``Transpose(0, 3, 5, 1, 2, 4)``, ``Reshape``
+        (SpaceToDepth's layout, for unequal strides too)."""
+        n, k, h, w = g.shape(x)
+        rs, cs = self.row_stride, self.col_stride
+        ho, wo = h // rs, w // cs
+        six = g.reshape(x, [0, k, ho, rs, wo, cs], (n, k, ho, rs, wo, cs))
+        moved = g.node("Transpose", [six], shape=(n, rs, cs, k, ho, wo), perm=[0, 3, 5, 1, 2, 4])
+        return g.reshape(moved, [0, k * rs * cs, ho, wo], (n, k * rs * cs, ho, wo))
+
 
 class transpose_(version_only, computational_layer):
     """Transposes every ``nr x nc`` plane: ``out(n, k, c, r) = in(n, k, r, c)``."""
@@ -104,6 +115,10 @@ class transpose_(version_only, computational_layer):
 
     def to_xml(self):
         return "<transpose />\n"
+
+    def to_onnx(self, g, x):
+        n, k, h, w = g.shape(x)
+        return g.node("Transpose", [x], shape=(n, k, w, h), perm=[0, 1, 3, 2])
 
 
 class extract_(computational_layer):
@@ -161,6 +176,18 @@ class extract_(computational_layer):
         return "extract" + "".join(f" | {{{name}|{{{getattr(self, name)}}}}}"
                                    for name in ("offset", "k", "nr", "nc"))
 
+    def to_onnx(self, g, x):
+        """``Flatten``, ``Slice`` of the ``k*nr*nc`` values at ``offset``, ``Reshape``."""
+        n, k, h, w = g.shape(x)
+        size = self.k * self.nr * self.nc
+        if k * h * w < self.offset + size:
+            g.refuse(f"{size} values at offset {self.offset} do not fit in the {k * h * w} values per "
+                     f"sample of its input{(n, k, h, w)}")
+        flat = g.node("Flatten", [x], shape=(n, k * h * w), axis=1)
+        part = g.node("Slice", [flat, g.ints([self.offset]), g.ints([self.offset + size]), g.ints([1])],
+                      shape=(n, size))
+        return g.reshape(part, [0, self.k, self.nr, self.nc], (n, self.k, self.nr, self.nc))
+
 
 class slice_(computational_layer):
     """The 3-D crop ``in[:, offset_k:offset_k+k, offset_nr:offset_nr+nr,
@@ -217,6 +244,14 @@ class slice_(computational_layer):
         # dlib labels offset_nc as a second offset_nr
         return (f"<slice offset_k='{self.offset_k}' offset_nr='{self.offset_nr}' "
                 f"offset_nr='{self.offset_nc}' k='{self.k}' nr='{self.nr}' nc='{self.nc}'/>\n")
+
+    def to_onnx(self, g, x):
+        """``Slice`` over axes 1, 2, 3."""
+        n = g.shape(x)[0]
+        starts = [self.offset_k, self.offset_nr, self.offset_nc]
+        ends = [self.offset_k + self.k, self.offset_nr + self.nr, self.offset_nc + self.nc]
+        return g.node("Slice", [x, g.ints(starts), g.ints(ends), g.ints([1, 2, 3])],
+                      shape=(n, self.k, self.nr, self.nc))
 
 
 class concat_(_keeps_tags, computational_layer):
@@ -287,6 +322,15 @@ class concat_(_keeps_tags, computational_layer):
 
     def to_xml(self):
         return f"<concat tags='{self._list_tags()}'/>\n"
+
+    def to_onnx(self, g, x):
+        """``Concat(axis=1)`` of the tagged values, in the order of the tags."""
+        parts = [g.tagged(t) for t in self.tags]
+        shapes = [g.shape(p) for p in parts]
+        if any(s[2:] != shapes[0][2:] for s in shapes):
+            g.refuse(f"the tagged outputs must agree in nr and nc, got {shapes}")
+        n, _, h, w = shapes[0]
+        return g.node("Concat", parts, shape=(n, sum(s[1] for s in shapes), h, w), axis=1)
 
 
 def _concat_n(n):

@@ -39,6 +39,15 @@ class _bilinear_resample(computational_layer):
     def map_output_to_input(self, p):
         return (p[0] / self.scale_x, p[1] / self.scale_y)
 
+    def to_onnx(self, g, x):
+        """dlib's align-corners bilinear resize (``g.resize_bilinear``)."""
+        _, _, h, w = g.shape(x)
+        if isinstance(self, resize_to_):
+            nr, nc = self.NR, self.NC
+        else:
+            nr, nc = self.scale_y * h, self.scale_x * w
+        return g.resize_bilinear(x, nr, nc)
+
 
 class upsample_(_bilinear_resample):
     """Bilinear upsampling to ``(scale_y*nr, scale_x*nc)``. ``scale_x`` defaults to
@@ -255,6 +264,15 @@ class reshape_to_(computational_layer):
             f" | {{{name}|{{{'unchanged' if v == -1 else v}}}}}"
             for name, v in (("k", self.k_), ("nr", self.nr_), ("nc", self.nc_)))
 
+    def to_onnx(self, g, x):
+        """A pure reshape (same element count): ``Reshape`` to ``(0, k, nr, nc)``; a spatial
+        rescale: the align-corners ``Resize``."""
+        n = g.shape(x)[0]
+        if self.needs_rescale:
+            return g.resize_bilinear(x, self.output_nr, self.output_nc)
+        out = (self.output_k, self.output_nr, self.output_nc)
+        return g.reshape(x, [0, *out], (n, *out))
+
 
 def _flatten(k, nr, nc):
     """dlib's ``flatten<k, nr, nc>`` is ``reshape_to_<k*nr*nc, 1, 1>``: its arguments are
@@ -332,6 +350,13 @@ class resize_prev_to_tagged_(version_only, _keeps_tags, computational_layer):
 
     def to_xml(self):
         return f"<resize_prev_to_tagged tag='{self.id}'/>\n"
+
+    def to_onnx(self, g, x):
+        """The align-corners ``Resize`` to the tagged value's ``nr x nc`` (nothing when equal)."""
+        _, _, nr, nc = g.shape(g.tagged(self.tag))
+        if g.shape(x)[2:] == (nr, nc):
+            return x
+        return g.resize_bilinear(x, nr, nc)
 
 
 upsample = layer_template("upsample", upsample_)

@@ -51,6 +51,13 @@ class softmax_(simple_serial, computational_layer):
     def to_xml(self):
         return f"<softmax mode='{_MODE_NAMES[self.mode]}'/>\n"
 
+    def to_onnx(self, g, x):
+        """CHANNEL_WISE: ``Softmax(axis=1)`` (opset 13+ normalises one axis). PLANE_WISE
+        (``softmaxm``): dlib normalises each ROW of each plane (cpu_dlib.cpp and cuDNN
+        alike), so ``Softmax(axis=3)``, not a softmax over the whole plane. (A row that is all
+        -inf gives zeros in dnnpy and NaN in onnxruntime.)"""
+        return g.node("Softmax", [x], axis=1 if self.mode == tt.CHANNEL_WISE else 3)
+
 
 class softmax_all_(simple_serial, computational_layer):
     """Softmax over all ``k*nr*nc`` values of each sample."""
@@ -69,6 +76,12 @@ class softmax_all_(simple_serial, computational_layer):
 
     def to_xml(self):
         return "<softmax_all/>\n"
+
+    def to_onnx(self, g, x):
+        """Softmax over each sample's ``k*nr*nc`` values: ``Flatten``, ``Softmax``, ``Reshape``."""
+        n, k, nr, nc = g.shape(x)
+        y = g.node("Softmax", [g.node("Flatten", [x], shape=(n, k * nr * nc), axis=1)], axis=1)
+        return g.reshape(y, [0, k, nr, nc], (n, k, nr, nc))
 
 
 DEFAULT_L2_NORM_EPS = 1e-5
@@ -115,6 +128,11 @@ class l2normalize_(simple_serial, computational_layer):
 
     def to_xml(self):
         return f"<l2normalize eps='{xml_num(self.eps)}'/>\n"
+
+    def to_onnx(self, g, x):
+        """``x / sqrt(sum(x^2 over k, nr, nc) + eps)`` (LpNormalization has no eps)."""
+        ss = g.reduce("ReduceSumSquare", x, [1, 2, 3])
+        return g.node("Div", [x, g.node("Sqrt", [g.node("Add", [ss, g.scalar(self.eps)])])])
 
 
 softmax = layer_template("softmax", softmax_, mode=CHANNEL_WISE)

@@ -125,6 +125,20 @@ class tril_(computational_layer):
     def dot_label(self):
         return f"tril | {{diag|{{{self.diag}}}}} | {{diag_value|{{{cpp_num(self.diag_value)}}}}}"
 
+    def to_onnx(self, g, x):
+        """A zero fill masks nothing in dlib (see the class docstring): the identity. Otherwise
+        ``Where(lower, x, diag_value)`` with a constant ``(nr, nc)`` mask, ``lower`` being
+        ``c <= r + diag``. (dlib computes ``x*mask + fill``, so a non-finite x in the masked
+        part gives NaN in dnnpy and the fill here.)"""
+        if self.diag_value == 0:
+            return x
+        _, _, nr, nc = g.shape(x)
+        r = np.arange(nr)[:, None]
+        c = np.arange(nc)[None, :]
+        keep = ~(c >= np.maximum(r + self.diag + 1, 0))
+        mask = g.const(keep, np.bool_, "lower")
+        return g.node("Where", [mask, x, g.scalar(self.diag_value)], shape=g.shape(x), dtype=np.float32)
+
 
 def _tril_diag(diag, num, den):
     """``tril_diag[diag, num, den, SUBNET]``: dlib's ``tril_<diag, void, num, den>``."""
@@ -184,6 +198,15 @@ class positional_encodings_(version_only, computational_layer):
 
     def to_xml(self):
         return "<positional_encodings />\n"
+
+    def to_onnx(self, g, x):
+        """``Add`` of the constant encodings (computed by setup for this input's shape)."""
+        _, k, nr, nc = g.shape(x)
+        pe = self.pe.numpy()
+        if pe.shape[1:] != (k, nr, nc):
+            g.refuse(f"its encodings were made for (k, nr, nc) = {pe.shape[1:]}, not the exported input's "
+                     f"{(k, nr, nc)}")
+        return g.node("Add", [x, g.const(pe[:1], hint="pe")])
 
 
 class embeddings_(computational_layer):
@@ -301,6 +324,25 @@ class embeddings_(computational_layer):
     def dot_label(self):
         return (f"embeddings | {{num_embeddings|{{{self.num_embeddings}}}}}"
                 f" | {{embedding_dim|{{{self.embedding_dim}}}}}")
+
+    def to_onnx(self, g, x):
+        """The token is column 0 of each row, truncated; tokens outside ``[0, num_embeddings)``
+        (and NaN) give zeros. Both bounds are tested in float before the ``Cast`` (``x > -1``
+        and ``x < num``: NaN and huge values land in the mask; ONNX leaves a Cast of NaN
+        undefined), then ``Gather`` rows of the table and ``Mul`` by the mask."""
+        n, k, nr, _ = g.shape(x)
+        col = g.node("Slice", [x, g.ints([0]), g.ints([1]), g.ints([3])], shape=(n, k, nr, 1))
+        above = g.node("Greater", [col, g.scalar(-1)], dtype=np.bool_)
+        below = g.node("Less", [col, g.scalar(self.num_embeddings)], dtype=np.bool_)
+        valid = g.node("And", [above, below])
+        safe = g.node("Where", [valid, col, g.scalar(0)], dtype=np.float32)
+        idx = g.node("Cast", [safe], dtype=np.int64, to=7)
+        table = g.const(self.embs.numpy().reshape(self.num_embeddings, self.embedding_dim), hint="table")
+        rows = g.node("Gather", [table, idx], shape=(n, k, nr, 1, self.embedding_dim), axis=0)
+        mask = g.node("Unsqueeze", [g.node("Cast", [valid], dtype=np.float32, to=1), g.ints([4])],
+                      shape=(n, k, nr, 1, 1))
+        return g.reshape(g.node("Mul", [rows, mask]), [0, k, nr, self.embedding_dim],
+                         (n, k, nr, self.embedding_dim))
 
 
 embeddings = layer_template("embeddings", embeddings_)

@@ -34,6 +34,29 @@ class loss_layer:
             raise ValueError(f"{name}: got {len(labels)} labels for {n // sef} input samples")
         return labels
 
+    # -- ONNX export (dnnpy.onnx.export) -------------------------------------------------
+    _onnx_heads = ()   # the extra outputs the loss can compute in the graph: "labels", "probabilities"
+
+    def to_onnx(self, g, x, outputs):
+        """The graph outputs ``[(name, value)]`` for the requested ``outputs``: "scores" is
+        the subnet's output, which this loss reads (a pass-through); a loss listed in
+        ``_onnx_heads`` adds "labels" / "probabilities" with ``_onnx_head``. Decoding that is
+        no tensor op (detections, metric thresholds) stays outside the graph."""
+        result = []
+        for what in outputs:
+            if what == "scores":
+                result.append(("scores", x))
+            elif what in self._onnx_heads:
+                result.append((what, self._onnx_head(g, x, what)))
+            else:
+                have = ", ".join(repr(h) for h in ("scores",) + tuple(self._onnx_heads))
+                g.refuse(f"it has no in-graph {what!r} output (it has {have}); decode the scores with the "
+                         f"loss's to_label outside the graph")
+        return result
+
+    def _onnx_head(self, g, x, what):
+        raise NotImplementedError
+
 
 class named_loss(loss_layer):
     """repr / to_xml of a loss without fields: dlib prints its name without the ``_``

@@ -135,6 +135,12 @@ class loss_binary_log_(named_loss):
         assign_gradient(sub, grad.reshape(out.shape))
         return loss
 
+    _onnx_heads = ("probabilities",)
+
+    def _onnx_head(self, g, x, what):
+        """probabilities: ``Sigmoid`` of the score (P(label = +1))."""
+        return g.node("Sigmoid", [x])
+
 
 loss_binary_log = loss_template("loss_binary_log", loss_binary_log_)
 
@@ -184,6 +190,18 @@ class loss_multiclass_log_(named_loss):
         loss, grad = _multiclass_terms(o, y, w, 1.0 / out.num_samples())
         assign_gradient(sub, grad.reshape(out.shape))
         return loss
+
+    _onnx_heads = ("labels", "probabilities")
+
+    def _onnx_head(self, g, x, what):
+        """labels: ``ArgMax(axis=1)`` (the first maximum wins ties, as ``to_label``), int64
+        ``(N,)``; probabilities: ``Softmax(axis=1)``."""
+        if what == "probabilities":
+            return g.node("Softmax", [x], axis=1)
+        n = g.shape(x)[0]
+        am = g.node("ArgMax", [g.node("Flatten", [x], shape=(n, g.shape(x)[1]), axis=1)], shape=(n,),
+                    dtype=np.int64, axis=1, keepdims=0, select_last_index=0)
+        return am
 
 
 loss_multiclass_log = loss_template("loss_multiclass_log", loss_multiclass_log_)
@@ -515,6 +533,12 @@ class loss_multibinary_log_(loss_layer):
     def to_xml(self):
         # dlib's net_to_xml prints with stream precision 9
         return f"<loss_multibinary_log gamma='{self.gamma:.9g}'/>\n"
+
+    _onnx_heads = ("probabilities",)
+
+    def _onnx_head(self, g, x, what):
+        """probabilities: ``Sigmoid`` of each score."""
+        return g.node("Sigmoid", [x])
 
 
 loss_multibinary_log = loss_template("loss_multibinary_log", loss_multibinary_log_)

@@ -88,6 +88,12 @@ class loss_binary_log_per_pixel_(named_loss):
         assign_gradient(sub, grad.reshape(out.shape))
         return loss
 
+    _onnx_heads = ("probabilities",)
+
+    def _onnx_head(self, g, x, what):
+        """probabilities: ``Sigmoid`` of each pixel's score."""
+        return g.node("Sigmoid", [x])
+
 
 loss_binary_log_per_pixel = loss_template("loss_binary_log_per_pixel", loss_binary_log_per_pixel_)
 
@@ -137,6 +143,17 @@ class loss_multiclass_log_per_pixel_(named_loss):
         loss, grad = _per_pixel_softmax_terms(out.host_read(), y, w, 1.0 / (y.size))
         assign_gradient(sub, grad)
         return loss
+
+    _onnx_heads = ("labels", "probabilities")
+
+    def _onnx_head(self, g, x, what):
+        """labels: ``ArgMax(axis=1)``, int64 ``(N, nr, nc)`` (dlib's are uint16; first maximum
+        wins ties); probabilities: ``Softmax(axis=1)``."""
+        if what == "probabilities":
+            return g.node("Softmax", [x], axis=1)
+        n, _, nr, nc = g.shape(x)
+        return g.node("ArgMax", [x], shape=(n, nr, nc), dtype=np.int64, axis=1, keepdims=0,
+                      select_last_index=0)
 
 
 loss_multiclass_log_per_pixel = loss_template("loss_multiclass_log_per_pixel",

@@ -551,6 +551,14 @@ class loss_yolo_(loss_layer):
     def to_xml(self):
         return "<loss_yolo/>\n"
 
+    def to_onnx(self, g, x, outputs):
+        """One graph output per tagged head, ``scores_tag<id>`` (the loss reads the heads,
+        not the net's output); decode them with ``to_label`` outside the graph."""
+        if tuple(outputs) != ("scores",):
+            g.refuse(f"loss_yolo_ exports its heads' scores only (got outputs={tuple(outputs)!r}); decode "
+                     f"them with to_label outside the graph")
+        return [(f"scores_tag{t.id}", g.tagged(t)) for t in self.tags]
+
 
 def _mean_plus_stddev(values):
     """dlib's ``running_stats``: mean + stddev, where the variance is 0 for fewer than two
