@@ -8,6 +8,8 @@ cut by dlib itself (HOG detector, 5-point shape predictor, ``get_face_chip(img, 
 
 Tolerances (issue 6): descriptors within 1e-5 max abs of ``compute_face_descriptor(chip)``;
 detections: the same rectangles, confidences within 1e-4 of ``cnn_face_detection_model_v1``.
+The last two tests run the examples dnn_mmod_face_detection and dnn_face_recognition with
+``--model`` set to the real files.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import numpy as np
 import pytest
 
 from dnnpy import models
+from dnnpy.examples import dnn_face_recognition, dnn_mmod_face_detection
+from dnnpy.image import save_png
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FACES_DIR = os.environ.get("DNNPY_FACES_DIR",
@@ -183,3 +187,35 @@ def test_detections_match_dlib_upsampled(detector, images):
         _assert_same_detections(detector([big])[0], theirs, name + " x2")
         found += len(theirs)
     assert found >= 4
+
+
+# -- the examples' --model options with the real files -------------------------------------
+
+def test_dnn_mmod_face_detection_example_runs_dlibs_detector(tmp_path, images, capsys):
+    """``dnn_mmod_face_detection --images PHOTO --model mmod_human_face_detector.dat`` (no
+    upsampling: --min-pixels 1) finds what dlib's own detector finds in the photo."""
+    dlib = _dlib()
+    name = sorted(images)[0]
+    png = save_png(images[name], tmp_path / "photo.png")
+    path = _model_path(models.FACE_DETECTOR_MODEL)
+    r = dnn_mmod_face_detection.main(["--images", str(png), "--model", path, "--min-pixels", "1",
+                                      "--out", str(tmp_path)])
+    want = len(dlib.cnn_face_detection_model_v1(path)(images[name], 0))
+    assert want >= 1, f"dlib finds no face in {name}: choose another photo"
+    assert r["detections"] == [want]
+    assert f"detector: {path}" in capsys.readouterr().out
+
+
+def test_dnn_face_recognition_example_runs_dlibs_resnet(tmp_path, chips):
+    """``dnn_face_recognition --images CHIP ... --model dlib_face_recognition_resnet_model_v1.dat``
+    on dlib's own 150x150 chips: the first descriptor it reports is dlib's (1e-5, as above),
+    and the chips of one photo's people cluster into at least one and at most len(chips)."""
+    dlib = _dlib()
+    path = _model_path(models.FACE_RECOGNITION_MODEL)
+    pngs = [str(save_png(c, tmp_path / f"chip{i}.png")) for i, c in enumerate(chips[:3])]
+    r = dnn_face_recognition.main(["--images", *pngs, "--model", path, "--jitters", "2",
+                                   "--out", str(tmp_path)])
+    want = np.array(dlib.face_recognition_model_v1(path).compute_face_descriptor(chips[0]))
+    assert np.abs(r["descriptor"] - want).max() <= 1e-5
+    assert 1 <= r["num_clusters"] <= 3 and len(r["labels"]) == 3
+    assert r["jittered"].shape == (128,) and r["png"].is_file()

@@ -101,9 +101,11 @@ def main(argv=None) -> dict:
         results.update(model=model, labels=labels)
         rnd = dlib_rand()
         if args.images:
+            results["probabilities"] = []
             for f in args.images:
                 print(f"{f}:")
-                print_top5(classify(snet, load_image(f), rnd, args.crops, crop), labels)
+                results["probabilities"].append(classify(snet, load_image(f), rnd, args.crops, crop))
+                print_top5(results["probabilities"][-1], labels)
         else:
             images, y = make_shape_classes(args.test_per_class, size=64, seed=2)
             p = np.stack([classify(snet, img, rnd, args.crops, crop) for img in images])

@@ -248,15 +248,16 @@ def run_dlib_model(args, out):
     print(f"read the net of {args.model} (dlib's dog-face detector); the {rest} bytes after it "
           f"(shape_predictor, glasses, mustache) are not read: the landmarks, and so the glasses "
           f"and moustache, need dlib's shape_predictor, which dnnpy lacks")
-    written = []
+    written, detections = [], []
     for f in args.images or []:
         img = np.array(load_image(f), copy=True)
         dets = net([img])[0]
+        detections.append(dets)
         for d in dets:
             draw_rectangle(img, d.rect, (255, 0, 0), 2)
         written.append(save_png(img, out / (Path(f).stem + "_dogs.png")))
         print(f"{f}: {len(dets)} dog faces; wrote {written[-1]}")
-    return {"unread_bytes": rest, "png_paths": written}
+    return {"unread_bytes": rest, "png_paths": written, "detections": detections}
 
 
 def main(argv=None) -> dict:

@@ -156,9 +156,10 @@ def main(argv=None) -> dict:
     scenes = car_scenes(args.scenes, args.scene_seed, size=args.size, ignore_below=args.ignore_below,
                         noise=args.noise, clutter=args.clutter)
     images, truth = [sc.image for sc in scenes], [sc.boxes for sc in scenes]
-    drawn = []
+    drawn, results["detections"] = [], []
     for i, img in enumerate(images):
         dets = net([img])[0]
+        results["detections"].append(dets)
         print(f"scene {i}: {len(dets)} detections " + ", ".join(
             f"{d.label} {d.rect} ({d.detection_confidence:.2f})" for d in dets[:6])
             + (", ..." if len(dets) > 6 else ""))

@@ -1,7 +1,9 @@
 """Fetch dlib's C++ source (the PyPI sdist) and build the parity driver, cached.
 
 ``python tests/dlib_cpp/build.py`` builds (or finds) the driver and prints its path and the
-time taken; the test module calls ``driver()``.
+time taken; the test module calls ``driver()``. ``python tests/dlib_cpp/build.py
+released_files`` does the same for a standalone oracle program (``build_program``: one of our
+sources, linked with dlib's object, cached the same way).
 
 What it does:
 
@@ -224,9 +226,45 @@ def build(verbose=False) -> str:
     return exe
 
 
+def build_program(name, verbose=False) -> str:
+    """Build (or find) a standalone oracle program ``<name>.cpp`` of this folder (one
+    translation unit, e.g. ``released_files.cpp``), linked with ``dlib_all.o``; returns its
+    path. Cached as the driver is: ``obj/<name>-<key>.o`` and ``bin/<key>/<name>``."""
+    root = cache_dir()
+    log = []
+    started = time.perf_counter()
+    with _locked(root):
+        src_tree = fetch_sdist(root, log)
+        compiler = _compiler_id()
+        dlib_key = _key("dlib", DLIB_VERSION, SDIST_SHA256, compiler, *DLIB_FLAGS)
+        dlib_obj = os.path.join(root, "obj", f"dlib_all-{dlib_key}.o")
+        unit = f"{name}.cpp"
+        key = _key(unit, DLIB_VERSION, compiler, *FLAGS, _read(os.path.join(HERE, unit)))
+        obj = os.path.join(root, "obj", f"{name}-{key}.o")
+        exe = os.path.join(root, "bin", _key(compiler, *LIBS, dlib_obj, obj), name)
+        if not os.path.isfile(exe):
+            todo = [(os.path.join(src_tree, "dlib", "all", "source.cpp"), dlib_obj, DLIB_FLAGS,
+                     "compiling dlib/all/source.cpp"),
+                    (os.path.join(HERE, unit), obj, FLAGS, f"compiling {unit}")]
+            todo = [j for j in todo if not os.path.isfile(j[1])]
+            with ThreadPoolExecutor(max_workers=_jobs()) as pool:
+                for f in [pool.submit(_compile, src_tree, *j, log) for j in todo]:
+                    f.result()
+            os.makedirs(os.path.dirname(exe), exist_ok=True)
+            tmp = f"{exe}.{os.getpid()}.tmp"
+            _run(_cxx() + [obj, dlib_obj, "-o", tmp] + LIBS, f"linking {name}", log)
+            os.replace(tmp, exe)
+    if verbose:
+        for what, seconds in log:
+            print(f"{seconds:7.1f} s  {what}")
+        print(f"{time.perf_counter() - started:7.1f} s  total (wall)")
+    return exe
+
+
 def main():
-    exe = build(verbose=True)
-    print(exe)
+    names = sys.argv[1:]
+    for name in names or ["driver"]:
+        print(build(verbose=True) if name == "driver" else build_program(name, verbose=True))
 
 
 if __name__ == "__main__":
