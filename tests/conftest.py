@@ -7,29 +7,35 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 
 
+# opt-in suites: marker -> what the summary line calls them
+OPT_IN = {"dlib_cpp": "dlib_cpp parity tests", "mpi": "MPI data-parallel tests"}
+
+
 def pytest_collection_modifyitems(config, items):
-    _deselect_dlib_cpp(config, items)
+    for marker in OPT_IN:
+        _deselect_opt_in(config, items, marker)
     _skip_cuda_without_a_device(items)
 
 
-def _deselect_dlib_cpp(config, items):
-    """The dlib_cpp parity suite (tests/dlib_cpp) compiles dlib from source: it runs only when
-    asked for with ``-m dlib_cpp`` (or a marker expression naming it). Otherwise its tests are
-    deselected, so the README's ``python -m pytest -q`` never builds anything."""
-    if "dlib_cpp" in (config.getoption("markexpr") or ""):
+def _deselect_opt_in(config, items, marker):
+    """The opt-in suites run only when asked for with ``-m MARKER`` (or a marker expression
+    naming it): dlib_cpp (tests/dlib_cpp) compiles dlib from source, mpi
+    (tests/test_distributed_mpi.py) starts mpiexec jobs. Otherwise their tests are
+    deselected, so the README's ``python -m pytest -q`` never builds or launches anything."""
+    if marker in (config.getoption("markexpr") or ""):
         return
-    kept = [item for item in items if "dlib_cpp" not in item.keywords]
-    dropped = [item for item in items if "dlib_cpp" in item.keywords]
+    kept = [item for item in items if not item.get_closest_marker(marker)]
+    dropped = [item for item in items if item.get_closest_marker(marker)]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
-        config._dnnpy_dlib_cpp_deselected = len(dropped)
+        config._dnnpy_deselected = getattr(config, "_dnnpy_deselected", {})
+        config._dnnpy_deselected[marker] = len(dropped)
 
 
 def pytest_terminal_summary(terminalreporter, config):
-    n = getattr(config, "_dnnpy_dlib_cpp_deselected", 0)
-    if n:
-        terminalreporter.write_line(f"{n} dlib_cpp parity tests deselected (opt-in: python -m pytest -m dlib_cpp)")
+    for marker, n in getattr(config, "_dnnpy_deselected", {}).items():
+        terminalreporter.write_line(f"{n} {OPT_IN[marker]} deselected (opt-in: python -m pytest -m {marker})")
 
 
 @pytest.fixture

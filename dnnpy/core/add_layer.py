@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import inspect
 
+import numpy as np
+
 from ..tensor import read_only_view, resizable_tensor, tensor
 from .calls import blame
 from .nodes import net_node, subnet_wrapper, wrapper_state
@@ -137,6 +139,18 @@ class add_layer(net_node):
         """The gradient of the parameters from the last backward pass, as a
         ``read_only_view`` (valid until the next backward pass; ``.numpy()`` copies)."""
         return read_only_view(self._params_grad, f"the parameter gradient of {self._name()}")
+
+    def assign_parameter_gradient(self, values):
+        """Replace the parameter gradient of the last backward pass by ``values`` (a numpy or
+        CuPy array with as many elements), before ``update_parameters``: data-parallel
+        training writes back the gradients summed over the replicas this way."""
+        g = self._params_grad
+        if values.size != g.size():
+            raise ValueError(f"assign_parameter_gradient: {self._name()}'s parameter gradient has "
+                             f"{g.size()} elements, got {values.size}")
+        on_device = hasattr(values, "__cuda_array_interface__") and not isinstance(values, np.ndarray)
+        dst = g.device_write_only() if on_device else g.host_write_only()
+        dst[...] = values.reshape(dst.shape)
 
     # -- computation ---------------------------------------------------------------------
     def _forward(self, x):

@@ -16,9 +16,16 @@ __all__ = ["loss_layer", "named_loss"]
 class loss_layer:
     """Base class of loss details.
 
+    ``distributed_reduction`` says how data-parallel training combines the ranks' chunks
+    (``dnnpy.training.data_parallel``): "mean" (the loss and its gradient are means over the
+    samples: weight each chunk by its share), "sum" (gradients per sample, not divided by
+    N), "gather" (the loss couples the samples: compute it on the gathered outputs).
+
     Serialization (dlib's ``serialize``/``deserialize`` friends): a loss without fields writes
     only its version string, which for those losses is the class name (``loss_mean_squared_``);
     losses with fields override both methods."""
+
+    distributed_reduction = "mean"
 
     def serialize(self, w) -> None:
         w.string(type(self).__name__)

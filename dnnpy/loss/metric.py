@@ -51,6 +51,8 @@ class loss_metric_(loss_layer):
     0.001 in the gradient only. Every mini-batch needs a positive and a negative pair.
     """
 
+    distributed_reduction = "gather"   # pairs across the whole mini-batch
+
     def __init__(self, margin=0.04, dist_thresh=0.6):
         self.margin = _positive_float("loss_metric_", "margin", margin)
         self.dist_thresh = _positive_float("loss_metric_", "dist_thresh", dist_thresh)
@@ -154,6 +156,7 @@ class loss_ranking_(named_loss):
     the mini-batch."""
 
     _printed = "loss_ranking"
+    distributed_reduction = "gather"   # inversions across the whole mini-batch
 
     def to_label(self, x, sub):
         _, _, o = prepare("loss_ranking_", x, sub, None, k=1, nr=1, nc=1)
@@ -201,6 +204,7 @@ class loss_barlow_twins_(loss_layer):
     (dlib's ``batch_normalize_gradient`` with gamma 1)."""
 
     eps = 1e-4  # dlib's fixed batch-normalisation epsilon for this loss
+    distributed_reduction = "gather"   # batch statistics and cross-correlation of the batch
 
     def __init__(self, lambda_=0.0051):
         self.lambda_ = _positive_float("loss_barlow_twins_", "lambda", lambda_)

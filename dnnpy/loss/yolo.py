@@ -292,6 +292,8 @@ class loss_yolo_(loss_layer):
 
     # net_to_dot: dlib's own overload draws an edge from each tagged head
     dot_edges = "tags"
+    # dlib writes each sample's gradient undivided by the batch size (the value is a mean)
+    distributed_reduction = "sum"
 
     def dot_label(self):
         return "loss_yolo"

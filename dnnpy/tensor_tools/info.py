@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 
+from ..distributed.mpi import mpi_info
 from . import backend as _backend_module
 from .cpu import onednn as _onednn
 from .threads import threads_info, threads_report
@@ -102,6 +103,10 @@ def _report(info):
     for e in info.get("errors", []):
         lines.append(f"  ({e})")
     lines += threads_report(info["threads"])
+    mpi = info.get("mpi")
+    if mpi is not None:
+        lines.append(f"  MPI (data-parallel training): {mpi['library']}, mpi4py {mpi['mpi4py']}"
+                     if mpi["available"] else f"  MPI: not available: {mpi['reason']}")
     return "\n".join(lines)
 
 
@@ -121,6 +126,10 @@ def backend_info(print_report: bool = True) -> dict:
     ``threads``: the CPU thread pools (``dnnpy.tensor_tools.threads.threads_info``: numpy's
     BLAS libraries and their thread counts via threadpoolctl, or the reason they are unknown;
     oneDNN's OpenMP thread count; the count of the last ``set_num_threads``).
+    ``mpi`` (``dnnpy.distributed.mpi_info``): ``available``, then ``library`` (the MPI
+    library's version line), ``mpi4py``, ``world_size``, or ``reason`` (why not, naming the
+    ``dnnpy[mpi]`` extra). When mpi4py is installed this loads and initialises MPI (a
+    one-process world unless a launcher started this process).
     The backend reported is the process-wide choice (a ``force_cpu()`` block is ignored).
     """
     import numpy
@@ -134,6 +143,7 @@ def backend_info(print_report: bool = True) -> dict:
         _cuda_details(info)
     info["onednn"] = _onednn.info()
     info["threads"] = threads_info()
+    info["mpi"] = mpi_info()
     if print_report:
         print(_report(info), file=sys.stdout)
     return info

@@ -9,6 +9,9 @@ Their interface is small and explicit:
   sync-file bytes), ``restore(data, source)`` (load such bytes; the trainer then calls
   ``state_loaded``), ``parameters_finite()`` and ``clean()`` (drop the net's cached
   activations before a save, as dlib does);
+* ``files`` (a ``local_sync_files``) is how the guard touches the files and the clock; the
+  data-parallel trainer gives one whose rank 0 alone does so and tells the others
+  (``dnnpy.training.data_parallel.shared_sync_files``);
 * the trainer reports each training step with ``record_step(loss)``;
 * at each sync point the trainer calls ``sync_point(force)``, which saves, snapshots or
   reloads and returns what it did (a ``sync_event``) or None.
@@ -28,6 +31,7 @@ from typing import NamedTuple, Optional
 
 from ..errors import SerializationError
 from ..statistics import probability_values_are_increasing, probability_values_are_increasing_robust
+from . import checks
 from . import sync as _sync
 
 _NAME = "dnn_trainer"
@@ -66,12 +70,52 @@ class sync_event(NamedTuple):
         return self.path if self.path is not None else IN_MEMORY
 
 
+class local_sync_files:
+    """The guard's access to the sync files and to the clock, in one process."""
+
+    def check_path(self, name):
+        """Refuse a sync file that could not be written later."""
+        checks.check_sync_path(name)
+
+    def newest(self, name):
+        """The newest of ``name`` / ``name + "_"``."""
+        return _sync.newest_syncfile(name)
+
+    def exists(self, path):
+        return os.path.exists(path)
+
+    def read(self, path):
+        """The file's bytes, None when absent."""
+        return _sync.read_file(path)
+
+    def save(self, name, encode):
+        """Write ``encode()`` atomically over the older of ``name`` / ``name + "_"``; returns
+        the path written."""
+        data = encode()
+        target = _sync.oldest_syncfile(name)
+        other = name + "_" if target == name else name
+        _sync.atomic_write(target, data)
+        # keep "newest" well defined on file systems with coarse timestamps
+        try:
+            m_other = os.stat(other).st_mtime_ns
+            if os.stat(target).st_mtime_ns <= m_other:
+                os.utime(target, ns=(m_other + 1, m_other + 1))
+        except FileNotFoundError:
+            pass
+        return target
+
+    def agree(self, flag):
+        """A decision read from this process's clock, as every process must take it."""
+        return flag
+
+
 class sync_guard:
     """The sync-file and divergence-guard state of one ``dnn_trainer`` (see the module)."""
 
     memory_snapshot_interval = 60.0   # seconds between in-memory copies when nothing is on disk
 
-    def __init__(self, encode, restore, parameters_finite, clean):
+    def __init__(self, encode, restore, parameters_finite, clean, files=None):
+        self._files = files if files is not None else local_sync_files()
         self._encode = encode
         self._restore = restore
         self._parameters_finite = parameters_finite
@@ -97,6 +141,11 @@ class sync_guard:
     def filename(self) -> str:
         """The sync file ("" when none)."""
         return self._filename
+
+    @property
+    def files(self) -> local_sync_files:
+        """How the guard reads and writes the sync files."""
+        return self._files
 
     @property
     def interval(self) -> float:
@@ -144,21 +193,21 @@ class sync_guard:
         in-memory copy guards against NaN/inf."""
         if not self._filename:
             return self._memory_guard(force)
-        newest = _sync.newest_syncfile(self._filename)
-        have_file = os.path.exists(newest)
+        newest = self._files.newest(self._filename)
+        have_file = self._files.exists(newest)
         if not have_file:
             event = self._memory_guard(force)
             if event is not None:
                 return event
         if not self._updated_since_sync:
             return None
-        if not (time.monotonic() - self._last_sync_time > self._interval or force
-                or self._nonfinite_seen):
+        if not self._files.agree(time.monotonic() - self._last_sync_time > self._interval or force
+                                 or self._nonfinite_seen):
             return None
         self._clean()
         diverged = self._nonfinite_seen or not self._parameters_finite()
         if have_file and (diverged or self.loss_increased()):
-            event = self._reload(_sync.read_file(newest), newest, diverged)
+            event = self._reload(self._files.read(newest), newest, diverged)
         elif diverged:
             event = self._reload(self._memory_state, None, True)   # nothing on disk yet
         else:
@@ -170,17 +219,7 @@ class sync_guard:
 
     # -- internals --------------------------------------------------------------------------
     def _save(self):
-        data = self._encode()
-        target = _sync.oldest_syncfile(self._filename)
-        other = self._filename + "_" if target == self._filename else self._filename
-        _sync.atomic_write(target, data)
-        # keep "newest" well defined on file systems with coarse timestamps
-        try:
-            m_other = os.stat(other).st_mtime_ns
-            if os.stat(target).st_mtime_ns <= m_other:
-                os.utime(target, ns=(m_other + 1, m_other + 1))
-        except FileNotFoundError:
-            pass
+        target = self._files.save(self._filename, self._encode)
         self._memory_state = None
         self._consecutive_reloads = 0
         return sync_event("saved", target)
@@ -197,7 +236,7 @@ class sync_guard:
                 return None
         if not self._updated_since_snapshot and not self._nonfinite_seen:
             return None
-        due = now - self._memory_state_time > self.memory_snapshot_interval
+        due = self._files.agree(now - self._memory_state_time > self.memory_snapshot_interval)
         if self._nonfinite_seen or ((due or force) and not self._parameters_finite()):
             return self._reload(self._memory_state, None, True)
         if due:

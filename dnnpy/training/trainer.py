@@ -30,6 +30,13 @@ Differences from dlib, all deliberate (``docs/training.md`` has the details):
 * The sync file starts with a dnnpy header (magic, the net type's bracket expression), so a
   file written for another net type is rejected with an error naming both types.
 
+Data-parallel training (``docs/distributed.md``): started under an MPI launcher
+(``mpiexec -n N python -m mpi4py train.py``), every process trains one replica on its
+contiguous chunk of each mini-batch and the replicas stay identical, equal to
+single-process training up to float rounding. ``set_mini_batch_size`` is the global batch,
+as in dlib. ``train``, ``train_one_step``, ``test_one_step``, ``get_net`` and
+``set_synchronization_file`` are then collective: every rank calls them with the same data.
+
 Counting follows dlib: ``get_train_one_step_calls()`` counts ``train_one_step`` calls only
 (``train()`` advances the epoch position instead).
 """
@@ -56,6 +63,7 @@ from . import batches as _batches
 from . import checks
 from . import progress as _progress
 from . import sync as _sync
+from .data_parallel import make_replica_group, shared_sync_files
 from .guard import TrainingDivergedError, sync_guard
 from .plateau import drop_oldest, steps_without_progress
 
@@ -73,12 +81,18 @@ STOP_NONFINITE = "NaN/inf collapse"
 
 class dnn_trainer:
     """Trains ``net`` (a net ending in a loss layer) with one copy of ``solver`` per
-    computational layer (``sgd()`` by default). The trainer updates ``net`` in place."""
+    computational layer (``sgd()`` by default). The trainer updates ``net`` in place.
+
+    ``devices`` (dlib's ``cuda_extra_devices``, e.g. ``[0, 1]``): the GPUs of one machine.
+    dnnpy trains one replica per process, so under ``mpiexec`` rank r uses
+    ``devices[local rank]``; one process given several GPUs is refused with the ``mpiexec``
+    command to run instead. On the CPU backend the list is accepted and ignored (one replica
+    per process, as dlib's CPU build)."""
 
     max_consecutive_recoveries = 10   # with a shrink factor of 1, give up after this many reloads
     saved_message_interval = 60.0     # verbose: "Saved state to" at most this often (seconds)
 
-    def __init__(self, net, solver=None):
+    def __init__(self, net, solver=None, devices=None):
         if isinstance(net, NetType):
             raise TypeError(f"{_NAME}: got the net type {net!r}, not a net; build one first: "
                             f"dnn_trainer(net_type(), solver)")
@@ -88,7 +102,9 @@ class dnn_trainer:
         self._solver_prototype = copy.deepcopy(checks.check_solver(solver if solver is not None else sgd()))
         self._solvers = make_solvers(net, self._solver_prototype)
         self._unsupervised = checks.is_unsupervised(net.loss_details())
-        self._display = _progress.progress_display()
+        self._replicas = make_replica_group(net, self._solver_prototype, devices)
+        # verbose output from rank 0 only
+        self._display = _progress.progress_display(None if self._replicas.rank == 0 else open(os.devnull, "w"))
         self._init()
 
     def _init(self):
@@ -120,8 +136,9 @@ class dnn_trainer:
         self._loss_history = []            # one loss per training step
         self._test_loss_history = []       # (training step, loss) pairs
         # the sync file and the divergence guard (its own state; see guard.py)
+        files = shared_sync_files(self._replicas.comm) if self._replicas.size > 1 else None
         self._guard = sync_guard(self._encode_state, self._load_state, self._params_finite,
-                                 self._net.clean)
+                                 self._net.clean, files)
         # not serialized
         self._batch = resizable_tensor()   # the converted mini-batch
         self._stop_reason = None
@@ -342,9 +359,10 @@ class dnn_trainer:
         name = os.fspath(filename)
         if not name:
             raise ValueError(f"{_NAME}.set_synchronization_file: the file name is empty")
-        checks.check_sync_path(name)
-        newest = _sync.newest_syncfile(name)
-        data = _sync.read_file(newest)
+        files = self._guard.files
+        files.check_path(name)
+        newest = files.newest(name)
+        data = files.read(newest)
         if data is not None:
             was_verbose = self._verbose
             self._load_state(data, newest)
@@ -487,6 +505,7 @@ class dnn_trainer:
         ``ValueError`` naming the sample; a NaN/inf loss skips the update and triggers the
         divergence guard at the next call."""
         n = self._check_batch("train_one_step", data, labels)
+        self._replicas.check_data("train_one_step", n)
         self._print_periodic_verbose_status()
         self._sync_to_disk()
         loss = self._train_job(data, labels, n, _batches.one_batch_position(f"{_NAME}.train_one_step"))
@@ -497,10 +516,11 @@ class dnn_trainer:
         """Compute the loss on ``data`` without updating and return it; feeds the test-loss
         average and the test-loss plateau detection. Inputs are checked as in
         ``train_one_step``."""
-        self._check_batch("test_one_step", data, labels)
+        n = self._check_batch("test_one_step", data, labels)
+        self._replicas.check_data("test_one_step", n)
         self._print_periodic_verbose_status()
         self._sync_to_disk()
-        loss = self._test_job(data, labels, _batches.one_batch_position(f"{_NAME}.test_one_step"))
+        loss = self._test_job(data, labels, n, _batches.one_batch_position(f"{_NAME}.test_one_step"))
         self._test_one_step_calls += 1
         return loss
 
@@ -520,11 +540,16 @@ class dnn_trainer:
         below the minimum. A mini-batch of one sample is skipped (with a one-time warning)
         when the net has a ``bn_``, which cannot train on one sample."""
         n = self._check_batch("train", data, labels)
+        self._replicas.check_data("train", n, self._mini_batch_size)
         bn = _batches.batch_norm_layer(self._net)
         if bn is not None and (n == 1 or self._mini_batch_size == 1):
             raise ValueError(f"{_NAME}.train: the net has {bn}, which needs mini-batches of at least "
                              f"2 samples, but " + ("the data has 1 sample" if n == 1 else
                                                    "the mini-batch size is 1 (set_mini_batch_size)"))
+        if bn is not None and self._replicas.smallest_chunk(min(n, self._mini_batch_size)) < 2:
+            raise ValueError(f"{_NAME}.train: the net has {bn}, which needs at least 2 samples on "
+                             f"every rank, but {self._replicas.size} ranks split the mini-batch "
+                             f"of {min(n, self._mini_batch_size)} into chunks of 1")
         if self._learning_rate < self._min_learning_rate and self._last_shrink == "NaN/inf":
             self._stop_reason = STOP_NONFINITE
             raise TrainingDivergedError(
@@ -545,7 +570,7 @@ class dnn_trainer:
                 if pos >= n or self._learning_rate < self._min_learning_rate:
                     break                     # (a reload shrank the learning rate)
                 end = min(pos + self._mini_batch_size, n)
-                if bn is not None and end - pos == 1:
+                if bn is not None and self._replicas.smallest_chunk(end - pos) == 1:
                     self._skip_one_sample(bn, n, pos)
                 else:
                     index = slice(pos, end) if order is None else order[pos:end]
@@ -585,8 +610,8 @@ class dnn_trainer:
         return x
 
     def _train_job(self, data, labels, n, where):
-        x = self._convert(data, labels, where)
-        loss = self._net.compute_parameter_gradients(x, labels)
+        # one process: the whole batch; several: this rank's chunk, combined (data_parallel.py)
+        loss = self._replicas.compute_parameter_gradients(data, labels, n, where, self._convert)
         self._guard.record_step(loss)
         self._record_loss(loss)
         self._display.count_samples(n)
@@ -613,9 +638,8 @@ class dnn_trainer:
                 self._learning_rate = self._lr_schedule[-1] * 0.99
         return loss
 
-    def _test_job(self, data, labels, where):
-        x = self._convert(data, labels, where)
-        loss = self._net.compute_loss(x, labels)
+    def _test_job(self, data, labels, n, where):
+        loss = self._replicas.compute_loss(data, labels, n, where, self._convert)
         self._record_test_loss(loss)
         if self._learning_rate_shrink != 1:
             self._test_steps_without_progress = steps_without_progress(
