@@ -9,7 +9,10 @@ import numpy as np
 import pytest
 
 import dnnpy
-from dnnpy import dnn_trainer, fc, input, loss_mean_squared, loss_metric, loss_multiclass_log, relu, sgd
+from dnnpy import (con, detector_window_details, dnn_trainer, drectangle, fc, input,
+                   input_grayscale_image_pyramid, input_tensor, loss_mean_squared, loss_metric, loss_mmod,
+                   loss_multiclass_log, loss_yolo, mmod_options, mmod_rect, pyramid_down, rectangle, relu,
+                   sgd, sig, tag1, tag2, yolo_options, yolo_rect)
 from dnnpy import distributed as dist
 from dnnpy.distributed.nccl import nccl_communicator, nccl_dtype
 from dnnpy.distributed.run import build_command
@@ -55,6 +58,42 @@ def test_weighted_chunks_give_the_full_batch_gradient(loss):
         a, b = _grads(net, x[:4], y[:4]), _grads(net, x[4:], y[4:])
     np.testing.assert_allclose(4 / 7 * a + 3 / 7 * b, full, rtol=1e-12, atol=1e-14)
     assert np.max(np.abs((a + b) / 2 - full)) > 1e-3
+
+
+def _yolo_case(rng):
+    net = loss_yolo[tag1, tag2, tag1[sig[con[14, 1, 1, 1, 1, tag2[sig[con[7, 3, 3, 1, 1, input_tensor]]]]]]]()
+    opts = yolo_options(labels=["cat", "dog"])
+    opts.add_anchors(tag1, [(4, 5), (9, 7)])
+    opts.add_anchors(tag2, [(14, 12)])
+    net.loss_details().options = opts
+    x = [rng.standard_normal((1, 2, 16, 16)) for _ in range(3)]
+    y = [[yolo_rect(drectangle(2, 3, 6, 7), 1.0, "cat"), yolo_rect(drectangle(5, 1, 14, 9), 0.8, "dog")],
+         [yolo_rect(drectangle(8, 6, 15, 15), 1.0, "dog")],
+         [yolo_rect(drectangle(1, 8, 9, 15), 1.0, "cat")]]
+    return net, x, y
+
+
+def _mmod_case(rng):
+    net = loss_mmod[con[1, 3, 3, 1, 1, input_grayscale_image_pyramid[pyramid_down(3)]]]()
+    net.loss_details().options = mmod_options(detector_windows=[detector_window_details(10, 10)])
+    x = [rng.integers(0, 256, (14, 14)).astype(np.uint8) for _ in range(3)]
+    y = [[mmod_rect(rectangle(1, 1, 10, 10))], [], [mmod_rect(rectangle(3, 2, 12, 11))]]
+    return net, x, y
+
+
+@pytest.mark.parametrize("case", [_yolo_case, _mmod_case])
+def test_detection_losses_follow_their_declared_reduction(case):
+    """loss_yolo ("sum": dlib writes each sample's gradient undivided) and loss_mmod ("mean"):
+    the chunks 2/1 combined by the declared rule give the full batch's gradient (float64;
+    the other rule does not)."""
+    with dnnpy.default_dtype(np.float64), seeded_initialisation(0):
+        net, x, y = case(np.random.default_rng(0))
+        full = _grads(net, x, y)
+        a, b = _grads(net, x[:2], y[:2]), _grads(net, x[2:], y[2:])
+    rule = reduction_of(net.loss_details())
+    combined, other = (a + b, 2 / 3 * a + 1 / 3 * b) if rule == "sum" else (2 / 3 * a + 1 / 3 * b, a + b)
+    np.testing.assert_allclose(combined, full, rtol=1e-10, atol=1e-12)
+    assert np.max(np.abs(other - full)) > 1e-6 * np.max(np.abs(full))
 
 
 def test_metric_loss_is_not_separable():
