@@ -25,9 +25,10 @@ from dnnpy.layers.base import computational_layer, seeded_initialisation
 from dnnpy.layers.dropout import dropout_
 from dnnpy.layers.norm import bn_
 from dnnpy.onnx import export, export_bytes, onnx_export_error
+from helpers import ort_session
 
 onnx = pytest.importorskip("onnx")
-ort = pytest.importorskip("onnxruntime")
+pytest.importorskip("onnxruntime")
 
 RTOL = 1e-5
 
@@ -97,7 +98,7 @@ def _data(name, shape, seed=0):
 
 
 def _run_ort(data, x):
-    sess = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+    sess = ort_session(data)
     return sess.run(None, {"input": x})
 
 
@@ -179,7 +180,7 @@ def test_classifier_input_layer_mode_labels_and_probabilities(tmp_path):
     export(net, path, (3, 12, 10), input_mode="input_layer", outputs=("scores", "labels", "probabilities"))
     m = _check(path.read_bytes())
     assert {p.key: p.value for p in m.metadata_props}["dnnpy.loss"] == "loss_multiclass_log_"
-    s, lab, prob = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(
+    s, lab, prob = ort_session(path).run(
         None, {"input": imgs})
     _close(s, scores)
     assert lab.dtype == np.int64 and list(lab) == list(labels)
@@ -262,11 +263,11 @@ def test_cli_export(tmp_path, capsys):
     assert main(["export", str(tmp_path / "n.dnnpy"), "-o", str(out), "--input-shape", "1,6,5",
                  "--input-mode", "input_layer", "--outputs", "scores,labels"]) == 0
     assert "wrote" in capsys.readouterr().out
-    lab = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(["labels"], {"input": imgs})[0]
+    lab = ort_session(out).run(["labels"], {"input": imgs})[0]
     assert list(lab) == list(labels)
     assert main(["export", str(tmp_path / "n.dat"), "-o", str(out), "--type", repr(net_type),
                  "--input-shape", "1,6,5"]) == 0
-    scores = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(
+    scores = ort_session(out).run(
         None, {"input": net.to_tensor(imgs).numpy()})[0]
     _close(scores, net.subnet()(imgs))
     assert main(["export", str(tmp_path / "n.dat"), "-o", str(tmp_path / "m.onnx")]) == 1

@@ -20,15 +20,10 @@ from dnnpy.datasets import synthetic_images
 from dnnpy.layers.base import seeded_initialisation
 from dnnpy.loss.mmod import loss_mmod_
 from dnnpy.onnx import decode, export_bytes
+from helpers import ort_session
 
 pytest.importorskip("onnx")
-ort = pytest.importorskip("onnxruntime")
-
-
-def _session(data):
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = 1
-    return ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
+pytest.importorskip("onnxruntime")
 
 
 def same_detections(got, want, box_tol=0.0, conf_tol=1e-5):
@@ -58,7 +53,7 @@ def test_mmod_pyramid_detections(bbr):
     # keep the top 10% of the windows' scores (an untrained net's scores sit around 0)
     threshold = float(np.quantile(net.subnet().get_output().numpy()[:, :2], 0.9))
     want = net(x, adjust_threshold=threshold)
-    outputs = _session(export_bytes(net, x.shape)).run(None, {"input": x.numpy()})
+    outputs = ort_session(export_bytes(net, x.shape)).run(None, {"input": x.numpy()})
     net(imgs[::-1])                         # decode must read the runtime's scores, not these
     got = decode(net, outputs, x, adjust_threshold=threshold)
     assert min(len(w) for w in want) >= 10 and {d.label for w in want for d in w} == {"sq", "wide"}
@@ -83,7 +78,7 @@ def test_yolo_detections_from_images():
     net.loss_details().options = opts
     imgs = synthetic_images(2, 48, seed=3)
     want = net(list(imgs), adjust_threshold=0.3)
-    sess = _session(export_bytes(net, (3, 48, 48), input_mode="input_layer"))
+    sess = ort_session(export_bytes(net, (3, 48, 48), input_mode="input_layer"))
     assert [o.name for o in sess.get_outputs()] == ["scores_tag1", "scores_tag2"]
     outputs = sess.run(None, {"input": imgs})
     x = net.to_tensor(list(imgs))
@@ -104,7 +99,7 @@ def test_decode_other_losses_and_bad_input():
     imgs = np.random.default_rng(2).integers(0, 256, (3, 7, 6), dtype=np.uint8)
     want = net(imgs)
     x = net.to_tensor(imgs)
-    outputs = _session(export_bytes(net, (1, 7, 6))).run(None, {"input": x.numpy()})
+    outputs = ort_session(export_bytes(net, (1, 7, 6))).run(None, {"input": x.numpy()})
     assert list(decode(net, outputs, x.numpy())) == list(want)
     assert list(decode(net, {"scores": outputs[0]}, x)) == list(want)
     with pytest.raises(ValueError, match=r"no \['scores'\]"):

@@ -16,9 +16,10 @@ from dnnpy import models
 from dnnpy.cli import main
 from dnnpy.data import make_scene
 from dnnpy.onnx import decode
+from helpers import ort_session
 
 onnx = pytest.importorskip("onnx")
-ort = pytest.importorskip("onnxruntime")
+pytest.importorskip("onnxruntime")
 
 
 def _path(filename):
@@ -33,9 +34,7 @@ def _export(tmp_path, dat, net_type, *args):
     out = tmp_path / "model.onnx"
     assert main(["export", dat, "--type", repr(net_type), "-o", str(out), *args]) == 0
     onnx.checker.check_model(onnx.load(str(out)), full_check=True)
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = 1
-    return ort.InferenceSession(str(out), opts, providers=["CPUExecutionProvider"])
+    return ort_session(out)
 
 
 def _close(got, want):
