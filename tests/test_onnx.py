@@ -260,6 +260,23 @@ def test_refusals_name_the_layer_and_leave_no_file(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_input_rgb_image_pair_tensor_mode_only():
+    """The pair input refuses in-graph preprocessing (2N samples from N pairs), naming the
+    layer; its (2N, 3, H, W) tensor exports and runs with any even batch."""
+    net = _on(dnnpy.fc_(3), _on(dnnpy.con_(2, 3, 3, 1, 1), input_node(dnnpy.input_rgb_image_pair())))
+    rnd = np.random.default_rng(9)
+    pairs = [(rnd.integers(0, 256, (5, 6, 3), dtype=np.uint8), rnd.integers(0, 256, (5, 6, 3), dtype=np.uint8))
+             for _ in range(2)]
+    x = net.to_tensor(pairs).numpy()
+    assert x.shape == (4, 3, 5, 6)
+    want = net.forward(x).numpy()
+    with pytest.raises(onnx_export_error, match=r"layer<2> \(input_rgb_image_pair\).*2N samples.*input_mode='tensor'"):
+        export_bytes(net, (3, 5, 6), input_mode="input_layer")
+    data = export_bytes(net, (3, 5, 6))
+    _check(data)
+    _close(_run_ort(data, x)[0], want)
+
+
 def test_loss_without_labels_head_refuses():
     net = add_loss_layer(dnnpy.loss_mean_squared_multioutput_(), _on(dnnpy.fc_(2), _input()))
     net.forward(_data("", (1, 3, 2, 2)))

@@ -45,11 +45,11 @@ def test_mmod_pyramid_detections(bbr):
     opts = mmod_options(detector_windows=[detector_window_details(20, 20, "sq"),
                                           detector_window_details(30, 15, "wide")])
     opts.use_bounding_box_regression = bbr
-    with seeded_initialisation(3):
-        net = net_type(loss_mmod_(opts))
     imgs = [make_scene(seed, rows=60, cols=80).image for seed in (1, 2)]
-    x = net.to_tensor(imgs)                 # the tiled pyramid, built on the host
-    net.subnet().forward(x)
+    with seeded_initialisation(3):          # the parameters are made at the first forward
+        net = net_type(loss_mmod_(opts))
+        x = net.to_tensor(imgs)             # the tiled pyramid, built on the host
+        net.subnet().forward(x)
     # keep the top 10% of the windows' scores (an untrained net's scores sit around 0)
     threshold = float(np.quantile(net.subnet().get_output().numpy()[:, :2], 0.9))
     want = net(x, adjust_threshold=threshold)
@@ -73,11 +73,11 @@ def test_yolo_detections_from_images():
     opts = yolo_options(labels=["a", "b"])
     opts.add_anchors(tag1, [(12, 12), (20, 10)])
     opts.add_anchors(tag2, [(8, 8)])
-    with seeded_initialisation(4):
-        net = net_type()
-    net.loss_details().options = opts
     imgs = synthetic_images(2, 48, seed=3)
-    want = net(list(imgs), adjust_threshold=0.3)
+    with seeded_initialisation(4):          # the parameters are made at the first forward
+        net = net_type()
+        net.loss_details().options = opts
+        want = net(list(imgs), adjust_threshold=0.3)
     sess = ort_session(export_bytes(net, (3, 48, 48), input_mode="input_layer"))
     assert [o.name for o in sess.get_outputs()] == ["scores_tag1", "scores_tag2"]
     outputs = sess.run(None, {"input": imgs})
