@@ -98,3 +98,15 @@ def params_of(net):
     out = []
     visit_layer_parameters(net, lambda t: out.append(np.array(t.host_read(), copy=True)))
     return out
+
+
+def ort_session(model):
+    """An onnxruntime CPU session of ``model`` (bytes or a path) on one thread: the tests'
+    models are tiny, and ORT's default pool (a spinning thread per core) only competes for
+    the cores. The caller has already skipped without onnxruntime."""
+    import onnxruntime as ort       # optional (the onnx test extra): imported on first use
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    opts.inter_op_num_threads = 1
+    return ort.InferenceSession(model if isinstance(model, bytes) else str(model), opts,
+                                providers=["CPUExecutionProvider"])

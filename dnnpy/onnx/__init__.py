@@ -4,5 +4,6 @@ See docs/onnx.md."""
 
 from .graph import graph_builder, onnx_export_error
 from .export import OPSETS, export, export_bytes
+from .decode import decode
 
-__all__ = ["export", "export_bytes", "onnx_export_error", "graph_builder", "OPSETS"]
+__all__ = ["export", "export_bytes", "decode", "onnx_export_error", "graph_builder", "OPSETS"]
