@@ -208,22 +208,33 @@ def build(verbose=False) -> str:
             key = _key(unit, DLIB_VERSION, compiler, *FLAGS, header, _read(os.path.join(HERE, unit)))
             jobs.append((os.path.join(HERE, unit),
                          os.path.join(root, "obj", f"{unit[:-4]}-{key}.o"), FLAGS, f"compiling {unit}"))
-        exe = os.path.join(root, "bin", _key(compiler, *LIBS, *(j[1] for j in jobs)), "parity_driver")
-        if not os.path.isfile(exe):
-            todo = [j for j in jobs if not os.path.isfile(j[1])]
-            # the longest first: dlib's source.cpp, then ours
-            with ThreadPoolExecutor(max_workers=_jobs()) as pool:
-                for f in [pool.submit(_compile, src_tree, *j, log) for j in todo]:
-                    f.result()
-            os.makedirs(os.path.dirname(exe), exist_ok=True)
-            tmp = f"{exe}.{os.getpid()}.tmp"
-            _run(_cxx() + [j[1] for j in jobs] + ["-o", tmp] + LIBS, "linking parity_driver", log)
-            os.replace(tmp, exe)
+        exe = _link(root, "parity_driver", compiler, src_tree, jobs, log)
+    _report(verbose, log, started)
+    return exe
+
+
+def _link(root, name, compiler, src_tree, jobs, log) -> str:
+    """``bin/<key>/<name>`` from the objects of ``jobs`` (source, object, flags, what), keyed
+    by their objects' keys; compiles the missing objects first, the longest (dlib's
+    source.cpp, listed first) first."""
+    exe = os.path.join(root, "bin", _key(compiler, *LIBS, *(j[1] for j in jobs)), name)
+    if not os.path.isfile(exe):
+        todo = [j for j in jobs if not os.path.isfile(j[1])]
+        with ThreadPoolExecutor(max_workers=_jobs()) as pool:
+            for f in [pool.submit(_compile, src_tree, *j, log) for j in todo]:
+                f.result()
+        os.makedirs(os.path.dirname(exe), exist_ok=True)
+        tmp = f"{exe}.{os.getpid()}.tmp"
+        _run(_cxx() + [j[1] for j in jobs] + ["-o", tmp] + LIBS, f"linking {name}", log)
+        os.replace(tmp, exe)
+    return exe
+
+
+def _report(verbose, log, started):
     if verbose:
         for what, seconds in log:
             print(f"{seconds:7.1f} s  {what}")
         print(f"{time.perf_counter() - started:7.1f} s  total (wall)")
-    return exe
 
 
 def build_program(name, verbose=False) -> str:
@@ -237,27 +248,15 @@ def build_program(name, verbose=False) -> str:
         src_tree = fetch_sdist(root, log)
         compiler = _compiler_id()
         dlib_key = _key("dlib", DLIB_VERSION, SDIST_SHA256, compiler, *DLIB_FLAGS)
-        dlib_obj = os.path.join(root, "obj", f"dlib_all-{dlib_key}.o")
         unit = f"{name}.cpp"
         key = _key(unit, DLIB_VERSION, compiler, *FLAGS, _read(os.path.join(HERE, unit)))
-        obj = os.path.join(root, "obj", f"{name}-{key}.o")
-        exe = os.path.join(root, "bin", _key(compiler, *LIBS, dlib_obj, obj), name)
-        if not os.path.isfile(exe):
-            todo = [(os.path.join(src_tree, "dlib", "all", "source.cpp"), dlib_obj, DLIB_FLAGS,
-                     "compiling dlib/all/source.cpp"),
-                    (os.path.join(HERE, unit), obj, FLAGS, f"compiling {unit}")]
-            todo = [j for j in todo if not os.path.isfile(j[1])]
-            with ThreadPoolExecutor(max_workers=_jobs()) as pool:
-                for f in [pool.submit(_compile, src_tree, *j, log) for j in todo]:
-                    f.result()
-            os.makedirs(os.path.dirname(exe), exist_ok=True)
-            tmp = f"{exe}.{os.getpid()}.tmp"
-            _run(_cxx() + [obj, dlib_obj, "-o", tmp] + LIBS, f"linking {name}", log)
-            os.replace(tmp, exe)
-    if verbose:
-        for what, seconds in log:
-            print(f"{seconds:7.1f} s  {what}")
-        print(f"{time.perf_counter() - started:7.1f} s  total (wall)")
+        jobs = [(os.path.join(src_tree, "dlib", "all", "source.cpp"),
+                 os.path.join(root, "obj", f"dlib_all-{dlib_key}.o"), DLIB_FLAGS,
+                 "compiling dlib/all/source.cpp"),
+                (os.path.join(HERE, unit), os.path.join(root, "obj", f"{name}-{key}.o"), FLAGS,
+                 f"compiling {unit}")]
+        exe = _link(root, name, compiler, src_tree, jobs, log)
+    _report(verbose, log, started)
     return exe
 
 

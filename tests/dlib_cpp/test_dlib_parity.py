@@ -58,7 +58,6 @@ data and dnnpy's initialisation.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import sys
@@ -84,22 +83,6 @@ CASES = _cases.CASES
 NAMES = list(CASES)
 _RUNS = {}
 _REPORT = os.environ.get("DNNPY_PARITY_REPORT")
-
-
-def _build_module():
-    spec = importlib.util.spec_from_file_location("dnnpy_dlib_cpp_build", os.path.join(HERE, "build.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-@pytest.fixture(scope="session")
-def driver():
-    build = _build_module()
-    try:
-        return build.build()
-    except build.BuildError as e:
-        pytest.fail(f"building the dlib parity driver failed:\n{e}", pytrace=False)
 
 
 @pytest.fixture(scope="session")

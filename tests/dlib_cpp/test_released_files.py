@@ -50,7 +50,6 @@ back and run on two crops), the three detectors ~11 s; dnnpy's side ~2 s.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 
@@ -67,20 +66,9 @@ BUDGET = 2.0 ** -14
 pytestmark = [pytest.mark.dlib_cpp]
 
 
-def _build_module():
-    spec = importlib.util.spec_from_file_location("dnnpy_dlib_cpp_build", os.path.join(HERE, "build.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture(scope="module")
-def program():
-    build = _build_module()
-    try:
-        return build.build_program("released_files")
-    except build.BuildError as e:
-        pytest.fail(f"building released_files failed:\n{e}", pytrace=False)
+def program(released_files_program):
+    return released_files_program
 
 
 def write_raw(img, path):
