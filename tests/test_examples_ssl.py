@@ -51,6 +51,10 @@ def test_augment_is_dlibs_recipe():
         assert (r.right() < 48 or r.left() == 0) and (r.bottom() < 40 or r.top() == 0)
         assert 0.7 <= r.width() / r.height() <= 1.4
         assert 0.2 * 40 * 40 <= r.area() <= 1.05 * 40 * 40
+    rnd = dlib_rand(1)                                  # --crop-scale: the side's lower bound
+    for _ in range(50):
+        r = ssl.make_random_cropping_rect(img, rnd, min_scale=0.9)
+        assert 0.9 * 0.75 * 40 * 40 <= r.area()         # side >= 0.9 * 40, ratio >= 3/4
 
 
 def test_help_and_bad_fraction(capsys):
@@ -59,6 +63,8 @@ def test_help_and_bad_fraction(capsys):
     assert e.value.code == 0 and "--cifar" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         ssl.main(["--quick", "--fraction", "0"])
+    with pytest.raises(SystemExit):
+        ssl.main(["--quick", "--crop-scale", "1.5"])
 
 
 def test_shuffle_colors_permutes_and_inverts_channels():
