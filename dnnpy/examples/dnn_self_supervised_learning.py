@@ -40,8 +40,8 @@ probe gain (+0.037 -> +0.077 at width 8, 200 steps).
 
 Measured (default run: width 12, 300 steps of 32 pairs, crop scale U(0.5, 1)):
 linear-probe test accuracy 0.296 with the SSL features against 0.134 with random-init
-features: **+0.162, the goal of +0.15 is met for seed 0**; 55 s CPU, 53 s wall (2-core machine
-shared, load ~2; one-thread runs took the same CPU). Other seeds of the same run: ``--seed 1`` 0.249 vs 0.164 (+0.085),
+features: **+0.162, the goal of +0.15 is met for seed 0**; 57 s CPU, 48 s wall (quiet 2-core machine,
+2026-12-03). Other seeds of the same run: ``--seed 1`` 0.249 vs 0.164 (+0.085),
 ``--seed 2`` 0.242 vs 0.130 (+0.112): the gain is not robust (mean +0.120 over seeds 0-2):
 with 20 labels per class and 1000 test images the probe moves by a few points, and how well
 Barlow Twins trains moves more (SSL accuracy 0.18-0.31 across seeds and settings).

@@ -21,8 +21,8 @@ This example does the same with no download, on generated scenes (``dnnpy.data.m
 of three labels: smileys (square), cars (rear view, w = 2h) and trucks (h = 1.5w), 2-4 per
 120x160 scene, 24..48 pixels (sqrt of the box area), half-colourful backgrounds
 (``clutter=0.5``, as the mmod examples found learnable), written as imglab XML + PNG (96
-training and 24 testing scenes) and read back with ``load_image_dataset``. Scaled to about 45 s
-of CPU: the images are letterboxed to 128x128 (heads of 16x16, 8x8 and 4x4 cells),
+training and 24 testing scenes) and read back with ``load_image_dataset``. Scaled to about a
+minute on 2 cores: the images are letterboxed to 128x128 (heads of 16x16, 8x8 and 4x4 cells),
 the darknet widths are divided by 16 but kept at least 8 (8..64 filters; see below) and
 every ``repeat`` is 1 (13 residual blocks instead of 23); the anchors are 9 k-means anchors of
 the training boxes (dlib's ``--anchors 9`` computation; COCO's anchors at 416 are far larger
@@ -48,12 +48,10 @@ scenes and seeds, 8 filters in the stem (about 20 % more CPU per step) lifted se
 0.85 and 0.86, so the bottleneck, not the scenes, was the cause. 300 steps instead of 400
 were not enough (0.62, 0.68).
 
-Measured (default run, seeded, 1 thread; times noisy, the 2-core machine was shared): testing
-mAP@0.5 per seed: 0 -> 0.82 (car 0.88, smiley 0.87, truck 0.71), 1 -> 0.85, 2 -> 0.86,
-3 -> 0.72 (truck 0.41): the target 0.6 is met for seeds 0-3. 58 s of CPU and 320 s wall
-each with the machine loaded (load ~11 on 2 cores); side-by-side 100-step runs put a step of
-this net at about 1.2x the CPU of the 2..64-filter one, whose default run took 41 s CPU, 33 s
-wall quiet: about 48 s CPU, under 40 s wall expected on a quiet machine (not measured quiet).
+Measured (default run, seeded, 1 compute thread + 1 loader, quiet 2-core machine,
+2026-12-03): testing mAP@0.5 per seed: 0 -> 0.82 (car 0.88, smiley 0.87, truck 0.71), 1 -> 0.85,
+2 -> 0.86, 3 -> 0.72 (truck 0.41): the target 0.6 is met for seeds 0-3. 56.5 s wall, 67 s CPU
+(the 2..64-filter net took 33 s wall).
 Trucks (tall) are the weakest label.
 """
 
