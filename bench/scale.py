@@ -27,6 +27,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -118,14 +119,20 @@ def launch(side, ranks, steps, batch, threads=1):
     threads = str(threads)
     env = dict(os.environ, OMP_NUM_THREADS=threads, OPENBLAS_NUM_THREADS=threads,
                PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
-    cmd = [sys.executable, os.path.abspath(__file__), "--worker", side, "--steps", str(steps),
-           "--batch", str(batch)]
-    if ranks > 1:
-        cmd = [find_mpiexec() or "mpiexec", "-n", str(ranks), sys.executable, "-m", "mpi4py"] + cmd[1:]
-    out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
-    if out.returncode != 0:
-        raise RuntimeError(f"{side} on {ranks} ranks failed:\n{out.stderr[-2000:]}")
-    rows = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    with tempfile.TemporaryDirectory() as results:
+        cmd = [sys.executable, os.path.abspath(__file__), "--worker", side, "--steps", str(steps),
+               "--batch", str(batch), "--results", results]
+        if ranks > 1:
+            cmd = [find_mpiexec() or "mpiexec", "-n", str(ranks), sys.executable, "-m", "mpi4py"] + cmd[1:]
+        out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+        if out.returncode != 0:
+            raise RuntimeError(f"{side} on {ranks} ranks failed:\n{out.stderr[-2000:]}")
+        rows = []
+        for name in sorted(os.listdir(results)):
+            with open(os.path.join(results, name)) as f:
+                rows.append(json.load(f))
+    if len(rows) != ranks:
+        raise RuntimeError(f"{side} on {ranks} ranks: {len(rows)} result files")
     step = max(r["step"] for r in rows)            # the job goes at its slowest rank
     comm = max((r["comm"] or 0.0) for r in rows) if side == "dnnpy" else None
     wait = max(r.get("wait", 0.0) for r in rows) if side == "dnnpy" else None
@@ -141,11 +148,15 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--threads", type=int, default=1, help="threads per rank (default 1)")
     ap.add_argument("--worker", choices=("dnnpy", "torch"), help=argparse.SUPPRESS)
+    ap.add_argument("--results", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     steps = 5 if args.quick else args.steps
     if args.worker:
         fn = dnnpy_worker if args.worker == "dnnpy" else torch_worker
-        print(json.dumps(fn(steps, args.batch)), flush=True)
+        row = fn(steps, args.batch)
+        # one file per rank: the ranks' stdout lines would interleave
+        with open(os.path.join(args.results, f"rank{row['rank']}.json"), "w") as f:
+            json.dump(row, f)
         return None
     sides = ("dnnpy", "torch") if importlib.util.find_spec("torch") else ("dnnpy",)
     res = {(s, r): launch(s, r, steps, args.batch, args.threads) for s in sides for r in (1, 2)}
