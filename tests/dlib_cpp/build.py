@@ -192,23 +192,36 @@ def _compile(src_tree, source, obj, flags, what, log):
 def build(verbose=False) -> str:
     """Build (or find) the driver; returns its path. Raises ``BuildError`` with the compiler's
     output on failure."""
+    return _build("parity_driver", _sources(), with_headers=True, verbose=verbose)
+
+
+def build_program(name, verbose=False) -> str:
+    """Build (or find) a standalone oracle program ``<name>.cpp`` of this folder (one
+    translation unit, e.g. ``released_files.cpp``), linked with ``dlib_all.o``; returns its
+    path. Cached as the driver is: ``obj/<name>-<key>.o`` and ``bin/<key>/<name>``."""
+    return _build(name, [f"{name}.cpp"], with_headers=False, verbose=verbose)
+
+
+def _build(name, units, with_headers, verbose) -> str:
+    """``name`` linked from dlib's ``source.cpp`` and our ``units``; an object's key covers
+    this folder's headers when ``with_headers``."""
     root = cache_dir()
     log = []
     started = time.perf_counter()
     with _locked(root):
         src_tree = fetch_sdist(root, log)
         compiler = _compiler_id()
-        header = b"".join(_read(os.path.join(HERE, h)) for h in sorted(os.listdir(HERE))
-                          if h.endswith(".h"))
+        header = [b"".join(_read(os.path.join(HERE, h)) for h in sorted(os.listdir(HERE))
+                           if h.endswith(".h"))] if with_headers else []
         dlib_key = _key("dlib", DLIB_VERSION, SDIST_SHA256, compiler, *DLIB_FLAGS)
         jobs = [(os.path.join(src_tree, "dlib", "all", "source.cpp"),
                  os.path.join(root, "obj", f"dlib_all-{dlib_key}.o"), DLIB_FLAGS,
                  "compiling dlib/all/source.cpp")]
-        for unit in _sources():
-            key = _key(unit, DLIB_VERSION, compiler, *FLAGS, header, _read(os.path.join(HERE, unit)))
+        for unit in units:
+            key = _key(unit, DLIB_VERSION, compiler, *FLAGS, *header, _read(os.path.join(HERE, unit)))
             jobs.append((os.path.join(HERE, unit),
                          os.path.join(root, "obj", f"{unit[:-4]}-{key}.o"), FLAGS, f"compiling {unit}"))
-        exe = _link(root, "parity_driver", compiler, src_tree, jobs, log)
+        exe = _link(root, name, compiler, src_tree, jobs, log)
     _report(verbose, log, started)
     return exe
 
@@ -235,29 +248,6 @@ def _report(verbose, log, started):
         for what, seconds in log:
             print(f"{seconds:7.1f} s  {what}")
         print(f"{time.perf_counter() - started:7.1f} s  total (wall)")
-
-
-def build_program(name, verbose=False) -> str:
-    """Build (or find) a standalone oracle program ``<name>.cpp`` of this folder (one
-    translation unit, e.g. ``released_files.cpp``), linked with ``dlib_all.o``; returns its
-    path. Cached as the driver is: ``obj/<name>-<key>.o`` and ``bin/<key>/<name>``."""
-    root = cache_dir()
-    log = []
-    started = time.perf_counter()
-    with _locked(root):
-        src_tree = fetch_sdist(root, log)
-        compiler = _compiler_id()
-        dlib_key = _key("dlib", DLIB_VERSION, SDIST_SHA256, compiler, *DLIB_FLAGS)
-        unit = f"{name}.cpp"
-        key = _key(unit, DLIB_VERSION, compiler, *FLAGS, _read(os.path.join(HERE, unit)))
-        jobs = [(os.path.join(src_tree, "dlib", "all", "source.cpp"),
-                 os.path.join(root, "obj", f"dlib_all-{dlib_key}.o"), DLIB_FLAGS,
-                 "compiling dlib/all/source.cpp"),
-                (os.path.join(HERE, unit), os.path.join(root, "obj", f"{name}-{key}.o"), FLAGS,
-                 f"compiling {unit}")]
-        exe = _link(root, name, compiler, src_tree, jobs, log)
-    _report(verbose, log, started)
-    return exe
 
 
 def main():
