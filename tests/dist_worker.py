@@ -80,6 +80,17 @@ def run(scenario, sync=None, steps=None):
             t.set_learning_rate(0.1)
             t.record_loss_history()
             t.train(x, y)
+        elif scenario == "metric_tail":       # coupled loss, a last batch of 3 on 4 ranks: one idle
+            net, (x, _) = METRIC(), _data("metric", 15)
+            y = [0, 1, 2] * 4 + [0, 0, 1]       # the tail needs positive and negative pairs
+            t = dnn_trainer(net, sgd())
+            t.set_mini_batch_size(6)            # 15 = 6 + 6 + 3
+            t.set_max_num_epochs(1)
+            t.set_learning_rate(0.1)
+            t.record_loss_history()
+            t.train(x, y)
+            t.test_one_step(x[:6], y[:6])       # a loss-only step of a coupled loss
+            t.get_net()
         elif scenario == "barlow":            # coupled, unsupervised, 2 views per sample
             net, (x, _) = BARLOW(), _data("barlow", 18)
             t = dnn_trainer(net, sgd())

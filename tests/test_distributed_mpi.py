@@ -55,6 +55,7 @@ def check_against_single(ranks, want):
     ("classifier", 2),     # 8 -> 4/4, last batch 5 -> 3/2 (uneven), train() over 2 epochs
     ("classifier", 3),     # 8 -> 3/2/3, 5 -> 2/2/1
     ("metric", 3),         # coupled loss: 10 -> 3/4/3, pairs across ranks
+    ("metric_tail", 4),    # coupled, last batch 3 -> 1/1/1/0: an idle rank in the gather
     ("barlow", 2),         # coupled, unsupervised, two views per sample: 9 -> 5/4
     ("adam_steps", 2),     # train_one_step, 7 -> 4/3, adam
 ])

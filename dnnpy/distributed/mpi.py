@@ -124,7 +124,22 @@ class mpi_communicator(communicator):
 
             local = cupy.asnumpy(local)
         local = np.ascontiguousarray(local)
-        counts = self._comm.allgather(local.shape[0])
+        # a rank with no rows (an idle rank on a short last batch) cannot know the row shape
+        # or dtype: it takes those of the ranks that have rows, so every rank's MPI datatype
+        # and counts agree (a mismatch truncates the message and aborts the job)
+        meta = self._comm.allgather((local.shape[0], tuple(local.shape[1:]), local.dtype.str))
+        counts = [m[0] for m in meta]
+        full = [(r, m) for r, m in enumerate(meta) if m[0] > 0]
+        if full:
+            r0, (_, tail, dt) = full[0]
+            bad = [(r, m) for r, m in full if m[1:] != (tail, dt)]
+            if bad:
+                r, m = bad[0]
+                raise ValueError(f"mpi_communicator.allgather_rows: the ranks' rows differ: rank {r0} has "
+                                 f"rows of shape {tail} ({np.dtype(dt)}), rank {r} of shape {m[1]} "
+                                 f"({np.dtype(m[2])})")
+            if local.shape[0] == 0:
+                local = np.empty((0,) + tail, np.dtype(dt))
         row = int(np.prod(local.shape[1:], dtype=np.int64))
         out = np.empty((sum(counts),) + local.shape[1:], local.dtype)
         self._comm.Allgatherv(local, [out, [c * row for c in counts]])
