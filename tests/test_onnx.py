@@ -309,3 +309,29 @@ def test_cli_export(tmp_path, capsys):
     assert main(["export", str(tmp_path / "n.dnnpy"), "-o", str(tmp_path / "m.onnx")]) == 1
     assert "input_shape is required" in capsys.readouterr().err
     assert not (tmp_path / "m.onnx").exists()
+
+
+def test_input_shape_that_does_not_fit_the_parameters_is_refused():
+    """An input_shape other than the one the net was set up with: a refusal naming the layer
+    and both shapes, not a model that onnxruntime rejects (or runs) later."""
+    net = _on(dnnpy.fc_(3), _on(dnnpy.con_(2, 3, 3, 1, 1), _input()))
+    net.forward(_data("", (2, 3, 6, 5)))
+    with pytest.raises(onnx_export_error, match=r"layer<0> \(fc_\).*set up for 60 inputs.*\(2, 7, 6\)"):
+        export_bytes(net, (3, 7, 6))
+    with pytest.raises(onnx_export_error, match=r"layer<1> \(con_\).*3 input channels.*\(4, 6, 5\)"):
+        export_bytes(net, (4, 6, 5))
+    lin = _on(dnnpy.linear_(2), _input())
+    lin.forward(_data("", (1, 2, 3, 4)))
+    with pytest.raises(onnx_export_error, match=r"layer<0> \(linear_\).*set up for 4 inputs"):
+        export_bytes(lin, (2, 3, 5))
+    up = _on(dnnpy.cont_(2, 3, 3, 2, 2), _input())
+    up.forward(_data("", (1, 2, 3, 3)))
+    with pytest.raises(onnx_export_error, match=r"layer<0> \(cont_\).*2 input channels"):
+        export_bytes(up, (3, 3, 3))
+    # a whole-input filter keeps its set-up size on a larger input, as forward does
+    whole = _on(dnnpy.con_(2, 0, 0, 1, 1), _input())
+    whole.forward(_data("", (1, 1, 3, 4)))
+    x = _data("", (2, 1, 5, 6))
+    want = whole.forward(x).numpy()
+    assert want.shape == (2, 2, 3, 3)
+    _close(_run_ort(export_bytes(whole, (1, 5, 6)), x)[0], want)

@@ -285,8 +285,11 @@ class con_(_conv_base):
         """``Conv`` with pads ``[py, px, py, px]`` (dlib's floor output size is ONNX's); the
         filters ``(num_filters, k, nr, nc)`` are ONNX's layout; a fused ReLU -> ``Relu``."""
         n, k, h, w = g.shape(x)
-        nr, nc = self.nr_ or h, self.nc_ or w
-        filt = g.const(self.get_filters().numpy(), hint="W")
+        nr, nc = self.nr(), self.nc()      # a whole-input filter (0) keeps its set-up size, as forward does
+        filters = self.get_filters().numpy()
+        if filters.shape[1] != k:
+            g.refuse_input(x, f"{filters.shape[1]} input channels")
+        filt = g.const(filters, hint="W")
         inputs = [x, filt] + ([g.const(self.get_biases().numpy().reshape(-1), hint="B")] if self.use_bias else [])
         oh = (h + 2 * self.padding_y_ - nr) // self.stride_y_ + 1
         ow = (w + 2 * self.padding_x_ - nc) // self.stride_x_ + 1
@@ -349,7 +352,10 @@ class cont_(_conv_base):
         ``stride*(in-1) + n - 2*pad`` is ONNX's size; filters ``(k_in, num_filters, nr, nc)``
         are ONNX's layout."""
         n, k, h, w = g.shape(x)
-        filt = g.const(self.get_filters().numpy(), hint="W")
+        filters = self.get_filters().numpy()
+        if filters.shape[0] != k:
+            g.refuse_input(x, f"{filters.shape[0]} input channels")
+        filt = g.const(filters, hint="W")
         inputs = [x, filt] + ([g.const(self.get_biases().numpy().reshape(-1), hint="B")] if self.use_bias else [])
         oh = self.stride_y_ * (h - 1) + self.nr_ - 2 * self.padding_y_
         ow = self.stride_x_ * (w - 1) + self.nc_ - 2 * self.padding_x_

@@ -106,7 +106,9 @@ class fc_(dense_base, with_multipliers):
     def to_onnx(self, g, x):
         """``Flatten`` (NCHW memory order, dlib's), ``Gemm`` with W ``(in, out)`` as stored
         (``MatMul`` without a bias), ``Reshape`` to ``(N, out, 1, 1)``."""
-        n = g.shape(x)[0]
+        n, k, nr, nc = g.shape(x)
+        if k * nr * nc != self.num_inputs:
+            g.refuse_input(x, f"{self.num_inputs} inputs (k*nr*nc)")
         flat = g.node("Flatten", [x], shape=(n, self.num_inputs), axis=1)
         w = g.const(self.get_weights().numpy().reshape(self.num_inputs, self.num_outputs), hint="W")
         if self._has_bias():

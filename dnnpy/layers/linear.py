@@ -105,7 +105,9 @@ class linear_(dense_base):
 
     def to_onnx(self, g, x):
         """``MatMul`` over the last axis (W ``(nc_in, out)``) and ``Add`` of the bias row."""
-        n, k, nr, _ = g.shape(x)
+        n, k, nr, nc = g.shape(x)
+        if nc != self.num_inputs:
+            g.refuse_input(x, f"{self.num_inputs} inputs (nc)")
         w = g.const(self.get_weights().numpy().reshape(self.num_inputs, self.num_outputs), hint="W")
         y = g.node("MatMul", [x, w], shape=(n, k, nr, self.num_outputs))
         if self._has_bias():

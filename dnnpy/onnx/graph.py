@@ -75,6 +75,14 @@ class graph_builder:
         """Raise ``onnx_export_error`` naming the layer being converted."""
         raise onnx_export_error(f"dnnpy.onnx.export: {self.where} cannot be exported: {why}")
 
+    def refuse_input(self, x, expected):
+        """Refuse because the value ``x`` the planned ``input_shape`` gives this layer does not
+        fit its parameters (``expected`` says what they were set up for): ONNX would
+        otherwise get a graph that fails to load or run, far from the cause."""
+        self.refuse(f"its parameters were set up for {expected}, but with this input_shape its input "
+                    f"is {self.shape(x)[1:]} (k, nr, nc); export with the input shape the net was "
+                    f"trained or run with")
+
     # -- graph content ---------------------------------------------------------------------
     def add_input(self, name, dtype, shape, symbolic_batch=None):
         """A graph input; ``symbolic_batch`` names its first dimension (None: fixed)."""
