@@ -3,6 +3,7 @@ one process against the full-batch gradient), the gathered-output order, the lau
 command, the NCCL transport's logic against a fake ``cupy.cuda.nccl`` (no GPU here), the
 trainer's ``devices`` argument and the error naming the extra when mpi4py is missing."""
 
+import os
 import sys
 
 import numpy as np
@@ -17,7 +18,9 @@ from dnnpy import distributed as dist
 from dnnpy.distributed.nccl import nccl_communicator, nccl_dtype
 from dnnpy.distributed.run import build_command
 from dnnpy.layers.base import seeded_initialisation
-from dnnpy.training.data_parallel import gathered_order, reduction_of
+from dnnpy.distributed import single_process_communicator
+from dnnpy.training import trainer as trainer_module
+from dnnpy.training.data_parallel import gathered_order, reduction_of, replica_group
 
 
 def test_chunks_follow_dlibs_send_job():
@@ -216,3 +219,17 @@ def test_missing_mpi_names_the_extra(monkeypatch):
 def test_backend_info_reports_mpi():
     info = dnnpy.backend_info(print_report=False)["mpi"]
     assert set(info) >= ({"available", "library", "mpi4py"} if info["available"] else {"reason"})
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts open files via /proc")
+def test_quiet_ranks_hold_no_file(monkeypatch):
+    """A rank other than 0 discards its verbose output without opening os.devnull (which was
+    never closed: one file descriptor leaked per trainer)."""
+    class rank_one(single_process_communicator):
+        rank = 1
+
+    monkeypatch.setattr(trainer_module, "make_replica_group",
+                        lambda net, solver, devices: replica_group(net, solver, rank_one()))
+    before = len(os.listdir("/proc/self/fd"))
+    trainers = [dnn_trainer(loss_mean_squared[fc[1, input[np.float32]]]()) for _ in range(3)]
+    assert len(trainers) == 3 and len(os.listdir("/proc/self/fd")) == before

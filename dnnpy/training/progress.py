@@ -33,6 +33,20 @@ def rpad(s: str, n: int) -> str:
 STRING_PAD, EPOCH_PAD, LR_PAD = 11, 4, 4   # dlib's string_pad, epoch_string_pad, lr_string_pad
 
 
+class null_stream:
+    """A stream that discards what is written (the verbose output of ranks other than 0);
+    unlike ``open(os.devnull)`` it holds no file descriptor to leak."""
+
+    def write(self, text):
+        return len(text)
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return False
+
+
 class progress_display:
     """Writes the trainer's verbose output to ``stream`` (default: ``sys.stdout`` at the time
     of each write, so test capture and redirection work)."""

@@ -104,7 +104,7 @@ class dnn_trainer:
         self._unsupervised = checks.is_unsupervised(net.loss_details())
         self._replicas = make_replica_group(net, self._solver_prototype, devices)
         # verbose output from rank 0 only
-        self._display = _progress.progress_display(None if self._replicas.rank == 0 else open(os.devnull, "w"))
+        self._display = _progress.progress_display(None if self._replicas.rank == 0 else _progress.null_stream())
         self._init()
 
     def _init(self):
