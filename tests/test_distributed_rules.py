@@ -123,7 +123,10 @@ def test_launcher_command():
                            mpiexec="mpiexec", python="py")
     assert n == 3
     assert cmd == ["mpiexec", "-n", "3", "-hosts", "a,b", "py", "-m", "mpi4py", "train.py", "--epochs", "2"]
-    for bad in (["train.py"], ["-n", "2"], ["-n", "x", "t.py"], ["-n", "0", "t.py"]):
+    # a module, as python -m (mpi4py's own -m)
+    cmd, _ = build_command(["-n", "2", "-m", "pkg.train", "--fast"], mpiexec="mpiexec", python="py")
+    assert cmd == ["mpiexec", "-n", "2", "py", "-m", "mpi4py", "-m", "pkg.train", "--fast"]
+    for bad in (["train.py"], ["-n", "2"], ["-n", "x", "t.py"], ["-n", "0", "t.py"], ["-n", "2", "-m"]):
         with pytest.raises(ValueError):
             build_command(bad)
 

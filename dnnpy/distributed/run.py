@@ -1,5 +1,6 @@
 """``python -m dnnpy.distributed.run -n N [mpiexec options] script.py [args]``: start ``N``
-processes of ``script.py`` under MPI, as ``mpiexec -n N python -m mpi4py script.py args``.
+processes of ``script.py`` under MPI, as ``mpiexec -n N python -m mpi4py script.py args``
+(``-m package.module [args]`` in place of the script runs a module, as ``python -m`` does).
 
 Finds the ``mpiexec`` next to this Python (the MPICH wheel puts it there) or on ``PATH``.
 ``-m mpi4py`` makes a rank that raises abort the whole job instead of leaving the others
@@ -21,7 +22,8 @@ from .mpi import MPI_EXTRA_HINT
 
 __all__ = ["find_mpiexec", "build_command", "main"]
 
-USAGE = "usage: python -m dnnpy.distributed.run -n N [mpiexec options] script.py [script args]"
+USAGE = ("usage: python -m dnnpy.distributed.run -n N [mpiexec options] "
+         "(script.py | -m module) [args]")
 
 
 def find_mpiexec():
@@ -40,6 +42,8 @@ def build_command(argv, mpiexec="mpiexec", python=None):
     n, passthrough, i = None, [], 0
     while i < len(argv):
         a = argv[i]
+        if a == "-m":                     # a module instead of a script: mpi4py takes -m
+            break
         if a in ("-n", "-np"):
             if i + 1 >= len(argv):
                 raise ValueError(f"{a} needs a number; {USAGE}")
@@ -54,7 +58,7 @@ def build_command(argv, mpiexec="mpiexec", python=None):
         else:
             break
     script = argv[i:]
-    if n is None or not script:
+    if n is None or not script or script == ["-m"]:
         raise ValueError(USAGE)
     try:
         n = int(n)
