@@ -30,12 +30,9 @@ Differences from dlib, all deliberate (``docs/training.md`` has the details):
 * The sync file starts with a dnnpy header (magic, the net type's bracket expression), so a
   file written for another net type is rejected with an error naming both types.
 
-Data-parallel training (``docs/distributed.md``): started under an MPI launcher
-(``mpiexec -n N python -m mpi4py train.py``), every process trains one replica on its
-contiguous chunk of each mini-batch and the replicas stay identical, equal to
-single-process training up to float rounding. ``set_mini_batch_size`` is the global batch,
-as in dlib. ``train``, ``train_one_step``, ``test_one_step``, ``get_net`` and
-``set_synchronization_file`` are then collective: every rank calls them with the same data.
+Under an MPI launcher each process trains one replica on its chunk of every (global)
+mini-batch, equal to single-process training; the public calls are then collective
+(``data_parallel.py``, ``docs/distributed.md``).
 
 Counting follows dlib: ``get_train_one_step_calls()`` counts ``train_one_step`` calls only
 (``train()`` advances the epoch position instead).
@@ -65,7 +62,7 @@ from . import progress as _progress
 from . import sync as _sync
 from .data_parallel import make_replica_group, shared_sync_files
 from .guard import TrainingDivergedError, sync_guard
-from .plateau import drop_oldest, steps_without_progress
+from .plateau import forget_after_shrink, remember_loss, steps_without_progress
 
 __all__ = ["dnn_trainer", "TrainingDivergedError", "STOP_MAX_EPOCHS", "STOP_MIN_LEARNING_RATE",
            "STOP_SCHEDULE_DONE", "STOP_NONFINITE"]
@@ -479,24 +476,7 @@ class dnn_trainer:
     # training
 
     def _check_batch(self, what, data, labels):
-        if self._unsupervised and labels is not None:
-            raise ValueError(f"{_NAME}.{what}: {type(self._net.loss_details()).__name__} is an "
-                             f"unsupervised loss; call {what}(data) without labels")
-        if not self._unsupervised and labels is None:
-            raise ValueError(f"{_NAME}.{what}: {type(self._net.loss_details()).__name__} needs "
-                             f"labels: call {what}(data, labels)")
-        try:
-            n = len(data)
-        except TypeError:
-            raise TypeError(f"{_NAME}.{what}: data must be a sequence (list or array) of inputs, "
-                            f"got {type(data).__name__}") from None
-        if n == 0:
-            raise ValueError(f"{_NAME}.{what}: the data is empty")
-        if labels is not None and len(labels) != n:
-            raise ValueError(f"{_NAME}.{what}: got {n} data samples but {len(labels)} labels; "
-                             f"the counts must match")
-        return n
-
+        return checks.check_batch(what, self._net.loss_details(), self._unsupervised, data, labels)
 
     def train_one_step(self, data, labels=None):
         """One update on the mini-batch ``data`` (with ``labels`` unless the loss is
@@ -542,14 +522,8 @@ class dnn_trainer:
         n = self._check_batch("train", data, labels)
         self._replicas.check_data("train", n, self._mini_batch_size)
         bn = _batches.batch_norm_layer(self._net)
-        if bn is not None and (n == 1 or self._mini_batch_size == 1):
-            raise ValueError(f"{_NAME}.train: the net has {bn}, which needs mini-batches of at least "
-                             f"2 samples, but " + ("the data has 1 sample" if n == 1 else
-                                                   "the mini-batch size is 1 (set_mini_batch_size)"))
-        if bn is not None and self._replicas.smallest_chunk(min(n, self._mini_batch_size)) < 2:
-            raise ValueError(f"{_NAME}.train: the net has {bn}, which needs at least 2 samples on "
-                             f"every rank, but {self._replicas.size} ranks split the mini-batch "
-                             f"of {min(n, self._mini_batch_size)} into chunks of 1")
+        checks.check_bn_batches(bn, n, self._mini_batch_size, self._replicas.size,
+                                self._replicas.smallest_chunk(min(n, self._mini_batch_size)))
         if self._learning_rate < self._min_learning_rate and self._last_shrink == "NaN/inf":
             self._stop_reason = STOP_NONFINITE
             raise TrainingDivergedError(
@@ -654,28 +628,24 @@ class dnn_trainer:
     def _record_loss(self, loss):
         self._gradient_check_budget += 200
         self._rs.add(loss)
-        self._previous_loss_values.append(loss)
-        while len(self._previous_loss_values) > self._iter_without_progress_thresh:
-            self._previous_loss_values.popleft()
+        remember_loss(self._previous_loss_values, loss, self._iter_without_progress_thresh)
         if self._record_history:
             self._loss_history.append(float(loss))
 
     def _record_test_loss(self, loss):
-        self._test_previous_loss_values.append(loss)
+        remember_loss(self._test_previous_loss_values, loss, self._test_iter_without_progress_thresh)
         if math.isfinite(loss):
             self._rs_test.add(loss)
-        while len(self._test_previous_loss_values) > self._test_iter_without_progress_thresh:
-            self._test_previous_loss_values.popleft()
         if self._record_history:
             self._test_loss_history.append((len(self._loss_history), float(loss)))
 
     def _drop_some_previous_loss_values(self):
-        drop_oldest(self._previous_loss_values,
-                     self._previous_loss_values_dump_amount + self._iter_without_progress_thresh // 10)
+        forget_after_shrink(self._previous_loss_values, self._previous_loss_values_dump_amount,
+                            self._iter_without_progress_thresh)
 
     def _drop_some_test_previous_loss_values(self):
-        drop_oldest(self._test_previous_loss_values, self._test_previous_loss_values_dump_amount
-                     + self._test_iter_without_progress_thresh // 10)
+        forget_after_shrink(self._test_previous_loss_values, self._test_previous_loss_values_dump_amount,
+                            self._test_iter_without_progress_thresh)
 
     # ------------------------------------------------------------------------------------
     # verbose output
