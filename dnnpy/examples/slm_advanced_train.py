@@ -80,7 +80,7 @@ from dnnpy import (add_prev, add_prev1, add_prev5, avg_pool_everything, bpe_toke
 from dnnpy.datasets import load_shakespeare
 from dnnpy.examples._util import Timer, base_parser, make_trainer, out_dir
 # one definition of dlib's scale_weights_ for both language-model examples
-from dnnpy.examples.slm_basic_train import scale_weights
+from dnnpy.examples.slm_basic_train import check_transformer_sizes, scale_weights
 from dnnpy.layers.base import computational_layer, seeded_initialisation
 from dnnpy.serialization import from_bytes, to_bytes
 from dnnpy.templates import layer_template
@@ -185,14 +185,7 @@ class transformer_config:
 
     def __init__(self, vocab_size, num_layers, num_heads, embedding_dim, max_seq_len,
                  activation_func=gelu, dropout_policy=dropout_10):
-        for name, v in (("vocab_size", vocab_size), ("num_layers", num_layers),
-                        ("num_heads", num_heads), ("embedding_dim", embedding_dim),
-                        ("max_seq_len", max_seq_len)):
-            if not isinstance(v, int) or v <= 0:
-                raise ValueError(f"transformer_config: {name} must be a positive integer, got {v!r}")
-        if embedding_dim % num_heads:
-            raise ValueError(f"transformer_config: the embedding dimension ({embedding_dim}) must "
-                             f"be divisible by the number of heads ({num_heads})")
+        check_transformer_sizes(vocab_size, num_layers, num_heads, embedding_dim, max_seq_len)
         self.V, self.L, self.H, self.D, self.T = vocab_size, num_layers, num_heads, embedding_dim, max_seq_len
         self.ACT, self.DO = activation_func, dropout_policy
 

@@ -86,6 +86,19 @@ class scale_weights_(multiply_):
 scale_weights = layer_template("scale_weights", scale_weights_)
 
 
+def check_transformer_sizes(vocab_size, num_layers, num_heads, embedding_dim, max_seq_len):
+    """dlib's ``transformer_config`` static checks: positive integers, heads dividing the
+    embedding dimension (ValueError naming the size)."""
+    for name, v in (("vocab_size", vocab_size), ("num_layers", num_layers),
+                    ("num_heads", num_heads), ("embedding_dim", embedding_dim),
+                    ("max_seq_len", max_seq_len)):
+        if not isinstance(v, int) or v <= 0:
+            raise ValueError(f"transformer_config: {name} must be a positive integer, got {v!r}")
+    if embedding_dim % num_heads:
+        raise ValueError(f"transformer_config: the embedding dimension ({embedding_dim}) must be "
+                         f"divisible by the number of heads ({num_heads})")
+
+
 class transformer_config:
     """dlib's ``transformer::transformer_config<vocab_size, num_layers, num_heads,
     embedding_dim, max_seq_len, use_squeezing, gelu, dropout_10>`` (slm_defs.h):
@@ -93,14 +106,7 @@ class transformer_config:
 
     def __init__(self, vocab_size=5000, num_layers=6, num_heads=8, embedding_dim=128,
                  max_seq_len=100, use_squeezing=False, activation_func=gelu, dropout_policy=dropout_10):
-        for name, v in (("vocab_size", vocab_size), ("num_layers", num_layers),
-                        ("num_heads", num_heads), ("embedding_dim", embedding_dim),
-                        ("max_seq_len", max_seq_len)):
-            if not isinstance(v, int) or v <= 0:
-                raise ValueError(f"transformer_config: {name} must be a positive integer, got {v!r}")
-        if embedding_dim % num_heads:
-            raise ValueError(f"transformer_config: the embedding dimension ({embedding_dim}) must be "
-                             f"divisible by the number of heads ({num_heads})")
+        check_transformer_sizes(vocab_size, num_layers, num_heads, embedding_dim, max_seq_len)
         self.vocab_size, self.num_layers, self.num_heads = vocab_size, num_layers, num_heads
         self.embedding_dim, self.max_seq_len, self.use_squeezing = embedding_dim, max_seq_len, use_squeezing
         self.ACT, self.DO = activation_func, dropout_policy
