@@ -20,6 +20,8 @@ from __future__ import annotations
 import json
 import numbers
 import os
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as metadata_version
 
 import numpy as np
 
@@ -102,7 +104,7 @@ def export_bytes(net, input_shape=None, *, opset=17, input_mode="tensor", output
     g = graph_builder(opset, {"dropout": dropout, "bn": bn, "outputs": outputs})
     values = {}
 
-    g.where = _label(len(layers) - 1, inp) + " (the input layer)"
+    g.converting(_label(len(layers) - 1, inp) + " (the input layer)", "n")
     if input_mode == "tensor":
         x = g.add_input("input", np.float32, shape, batch)
     else:
@@ -126,7 +128,6 @@ def export_bytes(net, input_shape=None, *, opset=17, input_mode="tensor", output
     graph_outputs = None
     for i in range(len(layers) - 2, -1, -1):
         node = layers[i]
-        g._prefix = f"l{i}"
         if isinstance(node, add_tag_layer):
             values[id(node)] = x
             continue
@@ -138,10 +139,9 @@ def export_bytes(net, input_shape=None, *, opset=17, input_mode="tensor", output
             x = values[id(found)]
             values[id(node)] = x
             continue
-        g._tag_lookup = lookup_from(node)
         if isinstance(node, add_loss_layer):
             loss = node.loss_details()
-            g.where = _label(i, loss)
+            g.converting(_label(i, loss), f"l{i}", lookup_from(node))
             convert = getattr(loss, "to_onnx", None)
             if convert is None:
                 g.refuse("it has no ONNX converter (to_onnx)")
@@ -151,7 +151,7 @@ def export_bytes(net, input_shape=None, *, opset=17, input_mode="tensor", output
             raise onnx_export_error(f"dnnpy.onnx.export: {_label(i, node)} is not a layer the exporter "
                                     f"knows (expected computational layers, tags, skips and a loss)")
         details = node.layer_details()
-        g.where = _label(i, details)
+        g.converting(_label(i, details), f"l{i}", lookup_from(node))
         convert = getattr(details, "to_onnx", None)
         if convert is None:
             g.refuse("it has no ONNX converter (a to_onnx(g, x) method; see docs/onnx.md for how a "
@@ -163,7 +163,7 @@ def export_bytes(net, input_shape=None, *, opset=17, input_mode="tensor", output
             raise onnx_export_error(f"dnnpy.onnx.export: outputs={outputs!r} needs a loss layer at the top; "
                                     f"this net has none (its output is exported as 'scores')")
         graph_outputs = [("scores", x)]
-    g._prefix = ""
+    g.converting("export", "")
     graph = g.serialize_graph("dnnpy", graph_outputs, batch)
     top = layers[0]
     meta = {"dnnpy.net_type": repr(getattr(net, "net_type", type(net).__name__)),
@@ -179,9 +179,8 @@ def export_bytes(net, input_shape=None, *, opset=17, input_mode="tensor", output
 def _version():
     # dnnpy/__init__.py imports this package, so its version is read from the metadata
     try:
-        from importlib.metadata import version
-        return version("dnnpy")
-    except Exception:  # noqa: BLE001 - not installed: no version written
+        return metadata_version("dnnpy")
+    except PackageNotFoundError:   # not installed: no version written
         return ""
 
 

@@ -46,6 +46,11 @@ class graph_builder:
         self._tag_lookup = None
         self._prefix = "n"
 
+    def converting(self, where, prefix, tag_lookup=None):
+        """Start converting ``where`` (named in errors): its values are named ``prefix_...``
+        and ``tagged(tag)`` asks ``tag_lookup(tag)``."""
+        self.where, self._prefix, self._tag_lookup = where, prefix, tag_lookup
+
     # -- names, shapes ---------------------------------------------------------------------
     def fresh(self, hint="v"):
         """A value name not used yet, built from ``hint``."""
