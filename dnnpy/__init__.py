@@ -17,12 +17,13 @@ by ``dnnpy.test_layer``.
 from . import tensor_tools
 from .core import (add_layer, add_loss_layer, add_skip_layer, add_tag_layer, input_layer, layer,
                    computational_nodes, net_layers, repeat_layer)
-from .errors import SerializationError
+from .errors import EvaluationWarning, FileOverrideWarning, SerializationError
 from .datasets import load_cifar_10_dataset, load_digits, load_mnist_dataset
 from .linear_classifier import (auto_train_multiclass_linear_classifier,
                                 multiclass_linear_decision_function)
 from .solvers import adam, make_solvers, sgd
-from .serialization import deserialize, deserialize_objects, load, serialize, serialize_objects
+from .serialization import (deserialize, deserialize_objects, from_bytes, load, serialize,
+                            serialize_objects, to_bytes)
 from .geometry import drectangle, ignored_mmod_rect, mmod_rect, rectangle, test_box_overlap
 from .inputs import *  # noqa: F401,F403
 from .inputs import __all__ as _inputs_all
@@ -33,11 +34,14 @@ from .loss import __all__ as _loss_all
 from .visitors import *  # noqa: F401,F403
 from .visitors import __all__ as _visitors_all
 from .parsing import net_type_from_string
-from .templates import (NetType, SUBNET, layer_template, loss_template, repeat, skip_template,
-                        skip_templates, tag_template, tag_templates)
+from .templates import (NetType, SUBNET, layer_template, loss_template, repeat, repeat_group,
+                        skip_template, skip_templates, tag_template, tag_templates)
+from .spellings import alias
 from .tensor import (StaleTensorError, alias_tensor, default_dtype, have_same_dimensions,
-                     image_plane, read_only_view, resizable_tensor, tensor)
+                     image_plane, memcpy, read_only_view, resizable_tensor, tensor)
 from .tensor_tools import backend_info, force_cpu, force_numpy, get_num_threads, set_num_threads, use_cuda
+from .tensor_tools.algorithms import (dnn_prefer_smallest_algorithms, set_dnn_prefer_fastest_algorithms,
+                                      set_dnn_prefer_smallest_algorithms)
 from .testing import layer_test_results, test_layer
 from .testing_loss import loss_test_results, test_loss
 from .training import TrainingDivergedError, dnn_trainer
@@ -55,15 +59,18 @@ __version__ = "0.1.0"
 
 __all__ = [
     "tensor", "resizable_tensor", "alias_tensor", "read_only_view", "StaleTensorError",
-    "have_same_dimensions", "image_plane", "tensor_tools", "net_layers", "computational_nodes",
+    "have_same_dimensions", "memcpy", "image_plane", "tensor_tools", "net_layers", "computational_nodes",
     "add_layer", "add_loss_layer", "add_tag_layer", "add_skip_layer", "repeat_layer", "layer",
-    "input_layer", "repeat", "SUBNET", "NetType", "net_type_from_string", "layer_template",
-    "loss_template", "tag_template", "skip_template",
+    "input_layer", "repeat", "repeat_group", "alias", "SUBNET", "NetType", "net_type_from_string",
+    "layer_template", "loss_template", "tag_template", "skip_template",
     "test_layer", "layer_test_results", "test_loss", "loss_test_results", "force_cpu", "force_numpy", "use_cuda", "backend_info", "set_num_threads",
-    "get_num_threads", "SerializationError", "sgd", "adam", "make_solvers", "load_mnist_dataset", "load_cifar_10_dataset",
+    "set_dnn_prefer_smallest_algorithms", "set_dnn_prefer_fastest_algorithms",
+    "dnn_prefer_smallest_algorithms",
+    "get_num_threads", "SerializationError", "EvaluationWarning", "FileOverrideWarning", "sgd", "adam", "make_solvers", "load_mnist_dataset", "load_cifar_10_dataset",
     "auto_train_multiclass_linear_classifier", "multiclass_linear_decision_function",
     "load_digits", "default_dtype",
-    "serialize", "deserialize", "load", "serialize_objects", "deserialize_objects",
+    "serialize", "deserialize", "load", "serialize_objects", "deserialize_objects", "to_bytes",
+    "from_bytes",
     "dnn_trainer", "TrainingDivergedError", "randomize_samples", "load_image_dataset",
     "test_object_detection_function", "average_precision", "bpe_tokenizer", "running_stats", "running_stats_decayed", "running_gradient",
     "count_steps_without_decrease", "count_steps_without_decrease_robust",

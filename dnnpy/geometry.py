@@ -241,12 +241,29 @@ def centered_drect(p, width, height):
     return drectangle(p[0] - width / 2, p[1] - height / 2, p[0] + width / 2, p[1] + height / 2)
 
 
-def move_rect(rect, p):
-    return rectangle(p[0], p[1], p[0] + rect.width() - 1, p[1] + rect.height() - 1)
+def _point_args(who, p, y):
+    """dlib's two spellings, ``(rect, point)`` and ``(rect, x, y)``, as ``(x, y)``."""
+    if y is None:
+        try:
+            x, y = p
+        except (TypeError, ValueError):
+            raise TypeError(f"{who}(rect, p) takes a point (x, y), or {who}(rect, x, y); got {p!r}") from None
+        return x, y
+    return p, y
 
 
-def translate_rect(rect, p):
-    return type(rect)(rect.l + p[0], rect.t + p[1], rect.r + p[0], rect.b + p[1])
+def move_rect(rect, p, y=None):
+    """dlib's ``move_rect(rect, p)`` / ``move_rect(rect, x, y)``: ``rect`` moved so that its
+    top left corner is at ``p`` (same size)."""
+    x, y = _point_args("move_rect", p, y)
+    return rectangle(x, y, x + rect.width() - 1, y + rect.height() - 1)
+
+
+def translate_rect(rect, p, y=None):
+    """dlib's ``translate_rect(rect, p)`` / ``translate_rect(rect, x, y)``: ``rect`` shifted by
+    ``p``."""
+    x, y = _point_args("translate_rect", p, y)
+    return type(rect)(rect.l + x, rect.t + y, rect.r + x, rect.b + y)
 
 
 def set_rect_area(rect, area):

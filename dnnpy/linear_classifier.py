@@ -35,9 +35,18 @@ class multiclass_linear_decision_function:
 
     ``weights`` is ``(K, D)`` float64, ``b`` ``(K,)``, ``labels`` the ``K`` class labels (in the
     order of the rows). Calling it on one vector ``(D,)`` gives one label; on a matrix ``(N, D)``
-    an array of ``N`` labels."""
+    an array of ``N`` labels. ``multiclass_linear_decision_function()`` is an empty one to
+    read a file into (``dnnpy.deserialize("df.dat", df)``; ``label_type=str`` for string
+    labels, as dlib's ``result_type``).
 
-    def __init__(self, weights, b, labels):
+    ``dnnpy.serialize(df, "df.dat")`` writes dlib's bytes for
+    ``multiclass_linear_decision_function<linear_kernel<...>, label_type>``: the weights
+    matrix, the offsets and the labels (dlib's offsets are subtracted, ``w.x - b``, so the file
+    holds ``-b``)."""
+
+    def __init__(self, weights=None, b=None, labels=None, label_type=int):
+        if weights is None and b is None and labels is None:
+            weights, b, labels = np.zeros((0, 0)), np.zeros(0), np.zeros(0, dtype=_label_dtype(label_type))
         self.weights = np.asarray(weights, np.float64)
         self.b = np.asarray(b, np.float64)
         self.labels = np.asarray(labels)
@@ -66,9 +75,37 @@ class multiclass_linear_decision_function:
         scores = self.decision_values(x)
         return self.labels[np.argmax(scores, axis=-1)]
 
+    def serialize(self, w):
+        """dlib's encoding: weights (``-nr, -nc``, then the values row by row), the offsets
+        ``-b`` as a ``(K, 1)`` matrix, then the labels as a ``std::vector``."""
+        for m in (self.weights, -self.b.reshape(-1, 1)):
+            w.int(-m.shape[0])
+            w.int(-m.shape[1])
+            for v in m.reshape(-1):
+                w.float64(float(v))
+        w.uint(len(self.labels))
+        for label in self.labels.tolist():
+            if isinstance(label, str):
+                w.string(label)
+            else:
+                w.int(int(label))
+
+    def deserialize(self, r):
+        """Read dlib's encoding (see ``serialize``); the labels are read as this object's
+        label kind (integers unless its labels are strings)."""
+        weights = _read_matrix(r, "multiclass_linear_decision_function weights")
+        b = _read_matrix(r, "multiclass_linear_decision_function b")
+        as_text = self.labels.dtype.kind in "US"
+        count = r.uint("the number of labels")
+        labels = [r.string("a label") if as_text else r.int("a label") for _ in range(count)]
+        if b.shape != (weights.shape[0], 1) or count != weights.shape[0]:
+            raise r.error(f"multiclass_linear_decision_function: weights {weights.shape}, b {b.shape} "
+                          f"and {count} labels do not agree")
+        self.__init__(weights, -b.reshape(-1), np.asarray(labels, dtype=self.labels.dtype if not as_text else str))
+
     def save(self, path):
-        """Write ``weights``, ``b`` and ``labels`` to an ``.npz`` file (numpy's format; dlib's
-        serialization of this object is not implemented)."""
+        """Write ``weights``, ``b`` and ``labels`` to an ``.npz`` file (numpy's format; for
+        dlib's, ``dnnpy.serialize(df, "df.dat")``)."""
         np.savez(path, weights=self.weights, b=self.b, labels=self.labels)
 
     @classmethod
@@ -79,6 +116,18 @@ class multiclass_linear_decision_function:
     def __repr__(self):
         return (f"multiclass_linear_decision_function({self.weights.shape[0]} classes, "
                 f"{self.weights.shape[1]} features)")
+
+
+def _label_dtype(label_type):
+    return np.dtype(str) if label_type is str else np.dtype(np.int64)
+
+
+def _read_matrix(r, what):
+    nr, nc = r.int(f"{what}'s rows"), r.int(f"{what}'s columns")
+    nr, nc = (-nr, -nc) if nr < 0 or nc < 0 else (nr, nc)
+    if nr < 0 or nc < 0 or nr * nc > r.remaining():      # each value takes at least a byte
+        raise r.error(f"{what}: a {nr} x {nc} matrix does not fit in the {r.remaining()} bytes left")
+    return np.array([r.float64(f"{what}'s values") for _ in range(nr * nc)], np.float64).reshape(nr, nc)
 
 
 def auto_train_multiclass_linear_classifier(samples, labels, lambdas=None, normalize=True,

@@ -15,6 +15,7 @@ import copy
 import numpy as np
 
 from . import tensor_tools as tt
+from .core import check_net
 from .layers.base import get_learning_rate_multiplier, get_weight_decay_multiplier
 from .layers.conv import con_, cont_
 from .layers.fc import FC_HAS_BIAS, fc_
@@ -166,4 +167,4 @@ class adam:
 def make_solvers(net, solver):
     """One independent copy of ``solver`` per computational layer of ``net`` (what
     ``dnn_trainer`` keeps), index 0 nearest the output."""
-    return [copy.deepcopy(solver) for _ in range(net.num_computational_layers())]
+    return [copy.deepcopy(solver) for _ in range(check_net(net, "make_solvers").num_computational_layers())]

@@ -8,21 +8,33 @@ fresh net. ``dnnpy.parsing.net_type_from_string`` parses that expression back wi
 
 Templates defined here: ``tag1..tag10``, ``skip1..skip10``, ``repeat``; layer families
 define theirs with ``layer_template`` / ``loss_template`` and register them by name.
+
+dlib's other spellings of a type (``add_layer[con_(...), SUBNET]``, ``alias``) are in
+``spellings.py``, above this module.
+
+Building a net (``net_type(args...)``) hands each constructor argument down the stack to
+the first layer that can be built from it, as dlib's forwarding constructors do
+(``net_type(num_fc_outputs(15))``, ``net_type2(prelu_(0.2), repeat_group(...))``); one net
+as the argument is dlib's converting construction ``anet_type net2(net)``.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
+import inspect
 import numbers
 
 import numpy as np
 
-from .core import add_layer, add_loss_layer, add_skip_layer, add_tag_layer, input_node, repeat_layer
+from .core import (add_layer, add_loss_layer, add_skip_layer, add_tag_layer, converts, copy_net_as,
+                   copy_subnet, input_node, net_node, repeat_layer, subnet_wrapper)
 from .inputs.base import input_layer
 
-__all__ = ["NetType", "layer_template", "loss_template", "SUBNET", "repeat", "tag_templates",
-           "skip_templates", "tag_template", "skip_template", "register_input", "registered",
-           "is_input_type"]
+__all__ = ["NetType", "layer_template", "loss_template", "SUBNET", "repeat", "repeat_group",
+           "tag_templates", "skip_templates", "tag_template", "skip_template", "is_tag_template",
+           "tag_with_id", "register_input", "registered", "is_input_type", "actual_net_type",
+           "refresh_net_types"]
 
 _REGISTRY = {}   # template name -> template, for the parser
 _INPUTS = {}     # input type expression -> input layer class, for the parser
@@ -71,18 +83,69 @@ class NetType:
         self._hash = hash((id(template), args, subnet))
 
     def __call__(self, *args):
-        """A fresh net of this type. As dlib's ``net_type net(args...)``, arguments go to the
-        top layer: ``loss_mmod[...](options)`` builds ``loss_mmod_(options)``; in general the
-        top details are ``cls(*template_args, *args)``, or a copy of ``args[0]`` when that is
-        already an instance of the top layer's details class."""
+        """A fresh net of this type: dlib's ``net_type net(args...)``.
+
+        With no argument every layer is built from its template arguments. Each argument goes
+        to the first layer, from the top down and below the layer that took the previous
+        argument, that can be built from it (dlib's forwarding constructors):
+
+        * a layer object of that layer's class, copied: ``net_type2(prelu_(0.2), prelu_(0.25))``
+          configures the first two prelu layers. Its template arguments must be the declared
+          ones, except those a setting may change (``fc_(15)`` goes to ``fc[10, ...]``);
+        * a setting the layer's class takes (``num_fc_outputs(15)``, ``num_con_outputs(8)``,
+          a loss's options: ``loss_mmod_``'s ``mmod_options``), or an input layer object;
+        * ``repeat_group(a, b, ...)``: every block of the next ``repeat`` is built from
+          ``a, b, ...``, in the same way.
+
+        An argument that no layer takes raises TypeError naming it. One net as the only
+        argument is dlib's converting construction ``anet_type net2(net)``: a new net of this
+        type holding copies of that net's layers, ``bn_`` folded into ``affine_`` and dropout
+        into ``multiply`` (``copy_net_as``); a net without a loss (``layer(net, 5)``) given to
+        a loss type gets this type's loss on top (``copy_subnet``).
+
+        When an argument changes a template argument (``fc_(15)`` into ``fc[10, ...]``),
+        ``net.net_type`` reports the net as built (``fc[15, ...]``).
+        """
         if args and _looks_like_a_batch(args[0]):
             raise TypeError(f"{self!r} is a net TYPE: calling it builds a net (its arguments go to "
-                            f"the top layer's constructor), so it cannot run a batch: use "
+                            f"its layers' constructors), so it cannot run a batch: use "
                             f"net = net_type(); net(batch)")
-        net = self.template._build(self.args, self.subnet, args)
+        if len(args) == 1 and isinstance(args[0], (net_node, subnet_wrapper)):
+            return _converted(self, args[0])
+        for i, a in enumerate(args):
+            if isinstance(a, (net_node, subnet_wrapper)):
+                raise TypeError(f"{self!r}(...): argument {i} is a net; the converting construction "
+                                f"net_type(net) takes that net as its only argument")
+        pending = _arguments(args)
+        net = self._make(pending)
+        if pending.left:
+            raise pending.not_taken(self, net)
+        if args:
+            refresh_net_types(net)
+        return net
+
+    def _make(self, pending):
+        net = self.template._build(self.args, self.subnet, pending)
         net.template = self.template
         net.net_type = self
         return net
+
+    def accepts(self, value) -> bool:
+        """Whether some layer of this type can be built from ``value`` (see ``__call__``)."""
+        if self.template._takes(self.args, value):
+            return True
+        sub = self.subnet
+        return sub.accepts(value) if isinstance(sub, NetType) else _input_takes(sub, value)
+
+    @property
+    def num_layers(self) -> int:
+        """Layers in a net of this type (dlib's static ``net_type::num_layers``)."""
+        return _counts(self)[0]
+
+    @property
+    def num_computational_layers(self) -> int:
+        """``add_layer`` nodes in a net of this type (dlib's ``num_computational_layers``)."""
+        return _counts(self)[1]
 
     def is_loss(self):
         return isinstance(self.template, loss_template)
@@ -107,6 +170,12 @@ class NetType:
         return self
 
 
+@functools.lru_cache(maxsize=256)
+def _counts(net_type):
+    net = net_type()
+    return int(net.num_layers), int(net.num_computational_layers)
+
+
 def _looks_like_a_batch(arg):
     """An array of 2+ dimensions, or a list/tuple holding arrays: what a user who forgot the
     ``()`` of ``net_type()(batch)`` passes (no layer constructor takes one)."""
@@ -116,14 +185,108 @@ def _looks_like_a_batch(arg):
             and all(isinstance(a, (np.ndarray, list, tuple)) for a in arg[:3]))
 
 
+def _converted(net_type, src):
+    """dlib's ``net_type net2(net)``: see ``NetType.__call__``."""
+    src = src.node() if isinstance(src, subnet_wrapper) else src
+    if isinstance(src, add_loss_layer) and not net_type.is_loss():
+        raise TypeError(f"{net_type!r}(net): the net has a loss ({src._name()}) and this type has none: "
+                        f"pass the part below the loss, {net_type!r}(net.subnet())")
+    if net_type.is_loss() and not isinstance(src, add_loss_layer):
+        net = net_type()
+        copy_subnet(net.subnet_node(), src)
+        return net
+    return copy_net_as(src, net_type)
+
+
+class repeat_group:
+    """dlib's ``repeat_group(args...)``: constructor arguments for every block of a
+    ``repeat``, e.g. ``net_type2(prelu_(0.2), repeat_group(prelu_(0.3), prelu_(0.4)))`` builds
+    each repeated block's two prelu layers with 0.3 and 0.4."""
+
+    def __init__(self, *args):
+        self.args = args
+
+    def __repr__(self):
+        return f"repeat_group({', '.join(map(_describe, self.args))})"
+
+
+class _arguments:
+    """A net constructor's arguments not yet given to a layer (front first), and the node
+    that took each."""
+
+    def __init__(self, values, owner=None):
+        self.left = list(enumerate(values))
+        self.placed = {}
+        self.owner = owner     # "repeat_group(...)" for a block's arguments
+
+    def peek(self):
+        return self.left[0][1] if self.left else _NOTHING
+
+    def take(self):
+        """``(index, value)`` of the next argument, removed."""
+        return self.left.pop(0)
+
+    def not_taken(self, net_type, net):
+        i, value = self.left[0]
+        where = f"{self.owner} item {i}" if self.owner else f"argument {i}"
+        after = ""
+        if i - 1 in self.placed:
+            j = net.index_of(self.placed[i - 1])
+            after = f" below layer<{j}> (where the argument before it went)" if j is not None else ""
+        if _is_layer_object(value):
+            same = [j for j, n in enumerate(net.layers())
+                    if type(getattr(n, "layer_details", lambda: n)()) is type(value)]
+            hint = (f" The net has no {type(value).__name__} layer." if not same else
+                    f" Its {type(value).__name__} layers (layer<{'>, layer<'.join(map(str, same))}>) are "
+                    f"above that point or declared with other template arguments.")
+        else:
+            hint = (" A bare value names no layer: pass the layer object it configures (e.g. "
+                    "prelu_(0.2) for a prelu, loss_metric_(0.1) for the loss), or set it after "
+                    "building: layer(net, i).layer_details().")
+        return TypeError(
+            f"{net_type!r}(...): {where} ({_describe(value)}) was not taken by any layer{after}. As in dlib, "
+            f"each constructor argument goes to the first layer from the top, below the previous "
+            f"argument's, that can be built from it: a layer object of that layer's class with its "
+            f"declared template arguments, a setting the class takes (num_fc_outputs(n), "
+            f"num_con_outputs(n), a loss's options) or repeat_group(...) for a repeat's blocks.{hint}")
+
+
+_NOTHING = object()
+
+
+def _describe(value):
+    """A constructor argument for a message: a layer object as ``prelu_ (initial_param_value=0.2)``
+    (its class and the first part of dlib's printed form)."""
+    if not _is_layer_object(value) or isinstance(value, repeat_group):
+        return repr(value)
+    text = " ".join(repr(value).split())
+    head, _, rest = text.partition(" ")
+    return f"{type(value).__name__} {rest.split(')')[0] + ')' if '(' in rest else ''}".strip()
+
+
+def _is_layer_object(value):
+    return hasattr(value, "setup") or hasattr(value, "to_label") or isinstance(value, (input_layer, repeat_group))
+
+
+def _input_takes(input_cls, value):
+    return isinstance(value, input_layer) and converts(type(value), input_cls)
+
+
 _CACHE = {}
 
 
-def _build_subnet(subnet_type):
-    """A fresh node for a SUBNET type: a net, or the input node holding a new input layer."""
+def _build_subnet(subnet_type, pending=None):
+    """A fresh node for a SUBNET type: a net, or the input node holding a new input layer
+    (or one built from the next constructor argument, when it is an input layer object)."""
     if is_input_type(subnet_type):
+        if pending is not None and _input_takes(subnet_type, pending.peek()):
+            i, value = pending.take()
+            layer = copy.deepcopy(value) if type(value) is subnet_type else subnet_type(value)
+            node = input_node(layer)
+            pending.placed[i] = layer
+            return node
         return input_node(subnet_type())
-    return subnet_type()
+    return subnet_type._make(pending if pending is not None else _arguments(()))
 
 
 class _template:
@@ -165,6 +328,14 @@ class _template:
     def _validate(self, args):
         pass
 
+    def _takes(self, args, value) -> bool:
+        """Whether the node this template builds from ``args`` takes the constructor
+        argument ``value`` (tags, skips: never)."""
+        return False
+
+    def _build(self, args, subnet_type, pending):
+        raise NotImplementedError
+
     def __repr__(self):
         return self.name
 
@@ -177,14 +348,57 @@ class _template:
         return self
 
 
-def _no_extra(name, extra):
-    if extra:
-        raise TypeError(f"{name}[...]: a net whose top is {name} takes no constructor arguments, "
-                        f"got {len(extra)}")
+# -- a layer's template arguments, read back from a layer object ------------------------
+
+_MISSING = object()
+
+
+@functools.lru_cache(maxsize=None)
+def _parameters(cls):
+    """The positional constructor parameters of a details class (names), or () when its
+    signature cannot be read."""
+    try:
+        sig = inspect.signature(cls)
+    except (TypeError, ValueError):
+        return ()
+    return tuple(p.name for p in sig.parameters.values()
+                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+
+
+def _read_back(details, name):
+    """The value of constructor parameter ``name`` that ``details`` holds: the attribute of
+    that name, or its getter (``con_.nr()``); _MISSING when it has neither."""
+    value = getattr(details, name, _MISSING)
+    if inspect.ismethod(value):
+        try:
+            value = value()
+        except TypeError:
+            return _MISSING
+    return value
+
+
+def _same(a, b):
+    """Template arguments equal; floats as the float32 a layer and dlib's files hold them
+    (``leaky_relu[0.1, ...]`` holds 0.10000000149)."""
+    if a is b:
+        return True
+    if isinstance(a, numbers.Number) and isinstance(b, numbers.Number):
+        if isinstance(a, bool) or isinstance(b, bool):
+            return False
+        return a == b or (isinstance(a, float) or isinstance(b, float)) and np.float32(a) == np.float32(b)
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 - objects without a usable ==
+        return False
 
 
 class layer_template(_template):
-    """``name[args..., SUBNET]`` -> ``add_layer(details_cls(*args, **fixed), SUBNET)``."""
+    """``name[args..., SUBNET]`` -> ``add_layer(details_cls(*args, **fixed), SUBNET)``.
+
+    A details class may declare ``constructor_settings = {setting class: parameter name}``:
+    a net constructor's argument of that class is passed as that parameter (dlib's
+    ``fc_(num_fc_outputs)``), so ``net_type(num_fc_outputs(15))`` sets the first fc's outputs.
+    """
 
     def __init__(self, name, details_cls, **fixed):
         super().__init__(name)
@@ -192,11 +406,12 @@ class layer_template(_template):
         self.fixed = fixed
         _register(self)
 
-    def make_details(self, args, extra=()):
-        if len(extra) == 1 and isinstance(extra[0], self.details_cls):
-            return copy.deepcopy(extra[0])
+    def make_details(self, args):
+        names = self.parameter_names()
         try:
-            return self.details_cls(*args, *extra, **self.fixed)
+            if self.fixed and len(args) <= len(names):   # by name: a fixed parameter may come first
+                return self.details_cls(**dict(zip(names, args)), **self.fixed)
+            return self.details_cls(*args, **self.fixed)
         except TypeError as e:
             raise TypeError(f"{self.name}[...]: {e}") from None
         except ValueError as e:
@@ -205,15 +420,91 @@ class layer_template(_template):
     def _validate(self, args):
         self.make_details(args)
 
-    def _build(self, args, subnet_type, extra=()):
-        return add_layer(self.make_details(args, extra), _build_subnet(subnet_type))
+    def parameter_names(self, args=None):
+        """The constructor parameters the template's arguments fill, in order (those the
+        template fixes left out); all of them, or the first ``len(args)``."""
+        names = [n for n in _parameters(self.details_cls) if n not in self.fixed] \
+            if isinstance(self.details_cls, type) else []
+        return names if args is None else names[:len(args)]
+
+    def _settings(self):
+        return getattr(self.details_cls, "constructor_settings", {}) if isinstance(self.details_cls, type) else {}
+
+    def _takes(self, args, value):
+        if type(value) is self.details_cls:
+            settable = set(self._settings().values())
+            declared = list(zip(self.parameter_names(args), args)) + list(self.fixed.items())
+            return all(name in settable or v is None or (got := _read_back(value, name)) is _MISSING
+                       or _same(got, v) for name, v in declared)
+        return isinstance(value, tuple(self._settings()))
+
+    def _details_from(self, args, value):
+        if type(value) is self.details_cls:
+            return copy.deepcopy(value)
+        name = next(n for cls, n in self._settings().items() if isinstance(value, cls))
+        names = self.parameter_names()
+        try:
+            if len(args) > len(names):     # a class taking *args (loss_yolo_'s tags)
+                return self.details_cls(*args, **{name: copy.deepcopy(value)}, **self.fixed)
+            bound = dict(zip(names, args))
+            bound[name] = copy.deepcopy(value)
+            return self.details_cls(**bound, **self.fixed)
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"{self.name}[...] built from {value!r}: {e}") from None
+
+    def args_for(self, details):
+        """The arguments with which this template builds a layer like ``details`` (the same
+        printed configuration; trailing defaults left out), or None when none do."""
+        if self.details_cls is not type(details) or not all(
+                _same(_read_back(details, k), v) for k, v in self.fixed.items()):
+            return None
+        args = []
+        for name in self.parameter_names():
+            got = _read_back(details, name)
+            if got is _MISSING:
+                break
+            args.append(got)
+        args = tuple(self._normalize(args))
+        if not self._rebuilds(args, details):
+            return None
+        while args and self._rebuilds(args[:-1], details):
+            args = args[:-1]
+        return args
+
+    def _rebuilds(self, args, details):
+        try:
+            return repr(self.make_details(args)) == repr(details)
+        except (TypeError, ValueError):
+            return False
+
+    def actual_args(self, args, details):
+        """``args`` with each value replaced by the one ``details`` holds where that reads
+        back and differs: the template arguments of ``details`` as it is now."""
+        out = list(args)
+        for i, name in enumerate(self.parameter_names(args)):
+            got = _read_back(details, name)
+            if got is not _MISSING and args[i] is not None and not _same(got, args[i]):
+                out[i] = got
+        return tuple(self._normalize(out))
+
+    def _make_node(self, details, subnet):
+        return add_layer(details, subnet)
+
+    def _build(self, args, subnet_type, pending):
+        if self._takes(args, pending.peek()):
+            i, value = pending.take()
+            details = self._details_from(args, value)
+            node = self._make_node(details, _build_subnet(subnet_type, pending))
+            pending.placed[i] = node
+            return node
+        return self._make_node(self.make_details(args), _build_subnet(subnet_type, pending))
 
 
 class loss_template(layer_template):
     """``name[args..., SUBNET]`` -> ``add_loss_layer(loss_cls(*args), SUBNET)``."""
 
-    def _build(self, args, subnet_type, extra=()):
-        return add_loss_layer(self.make_details(args, extra), _build_subnet(subnet_type))
+    def _make_node(self, details, subnet):
+        return add_loss_layer(details, subnet)
 
 
 class _tag_template(_template):
@@ -226,9 +517,8 @@ class _tag_template(_template):
         if args:
             raise TypeError(f"{self.name}[SUBNET] takes only the SUBNET, got {len(args)} more arguments")
 
-    def _build(self, args, subnet_type, extra=()):
-        _no_extra(self.name, extra)
-        return self.node_cls(self.id, _build_subnet(subnet_type))
+    def _build(self, args, subnet_type, pending):
+        return self.node_cls(self.id, _build_subnet(subnet_type, pending))
 
 
 def _make_tags():
@@ -252,6 +542,21 @@ def _named_tag(kind, node_cls, name, tag_id):
         raise ValueError(f"{kind}_template({name!r}, {tag_id}): the name {name!r} is already "
                          f"taken by {old!r}" + (f" (id {old.id})" if hasattr(old, "id") else ""))
     return _tag_template(name, node_cls, int(tag_id))
+
+
+def is_tag_template(obj):
+    """Whether ``obj`` is a tag or skip template (``tag1``, ``skip2``, ``tag_template(...)``)."""
+    return isinstance(obj, _tag_template)
+
+
+def tag_with_id(kind, node_cls, tag_id):
+    """The ``kind`` ("tag" or "skip") template for ``tag_id``: ``tagN`` for 1..10, else one
+    declared with ``tag_template``/``skip_template`` for that id, else a new one named
+    ``tag<ID>`` (dlib prints an add_tag_layer<ID> so)."""
+    same = [t for t in _REGISTRY.values()
+            if isinstance(t, _tag_template) and t.node_cls is node_cls and t.id == tag_id]
+    plain = [t for t in same if t.name == f"{kind}{tag_id}"]
+    return (plain or same or [_named_tag(kind, node_cls, f"{kind}{tag_id}", tag_id)])[0]
 
 
 def tag_template(name, tag_id):
@@ -313,10 +618,75 @@ class _repeat_template(_template):
         if not isinstance(n, int) or n < 1:
             raise ValueError(f"repeat[...]: the number of repetitions must be an integer >= 1, got {n!r}")
 
-    def _build(self, args, subnet_type, extra=()):
-        _no_extra(self.name, extra)
+    def _takes(self, args, value):
+        # dlib's repeat takes the first argument that reaches it; here, one its block takes
+        # (or a repeat_group), so that other arguments pass on to the layers below
+        return isinstance(value, repeat_group) or args[1].accepts(value)
+
+    def _build(self, args, subnet_type, pending):
         n, block = args
-        return repeat_layer([block() for _ in range(n)], _build_subnet(subnet_type))
+        group = None
+        if self._takes(args, pending.peek()):
+            i, value = pending.take()
+            group = value.args if isinstance(value, repeat_group) else (value,)
+            owner = repr(value) if isinstance(value, repeat_group) else f"argument {i}"
+        copies = []
+        for _ in range(n):
+            if group is None:
+                copies.append(block())
+                continue
+            inner = _arguments(copy.deepcopy(group), owner)
+            copies.append(block._make(inner))
+            if inner.left:
+                raise inner.not_taken(block, copies[-1])
+        node = repeat_layer(copies, _build_subnet(subnet_type, pending))
+        if group is not None:
+            pending.placed[i] = node
+        return node
 
 
 repeat = _register(_repeat_template("repeat"))
+
+
+# -- a net's type as built: template arguments the layers hold ---------------------------
+
+def actual_net_type(node):
+    """The net type that describes ``node`` (a net, or a node of one) as its layers are now:
+    its declared type with every template argument that a layer reads back differently
+    replaced by the layer's value (``fc[16, ...]`` whose layer has 32 outputs, after a file
+    or a constructor argument changed it, is ``fc[32, ...]``). None for a node not built from
+    a net type."""
+    return _actual(node, [])
+
+
+def refresh_net_types(net):
+    """Make ``net.net_type`` (and every node's) its ``actual_net_type``. Returns the
+    changes, ``(node, template name, parameter, declared, actual)`` each, for a message."""
+    changes = []
+    _actual(net, changes, update=True)
+    return changes
+
+
+def _actual(node, changes, update=False):
+    if isinstance(node, input_node):
+        return type(node.input_layer())
+    nt = getattr(node, "net_type", None)
+    if nt is None:
+        return None
+    sub = _actual(node.subnet_node(), changes, update)
+    if sub is None:
+        return None
+    args, t = nt.args, nt.template
+    if isinstance(t, layer_template):
+        details = node.loss_details() if isinstance(node, add_loss_layer) else node.layer_details()
+        args = t.actual_args(nt.args, details)
+        changes.extend((node, t.name, name, a, b)
+                       for name, a, b in zip(t.parameter_names(args), nt.args, args) if not _same(a, b))
+    elif isinstance(node, repeat_layer):
+        blocks = {_actual(c, changes, update) for c in node.copies}
+        if len(blocks) == 1 and None not in blocks:
+            args = (args[0], blocks.pop())
+    new = nt if (args == nt.args and sub is nt.subnet) else t[args + (sub,)]
+    if update:
+        node.net_type = new
+    return new

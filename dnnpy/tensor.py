@@ -29,7 +29,7 @@ import threading
 import numpy as np
 
 __all__ = ["tensor", "resizable_tensor", "alias_tensor", "read_only_view", "StaleTensorError",
-           "have_same_dimensions", "default_dtype", "image_plane"]
+           "have_same_dimensions", "memcpy", "default_dtype", "image_plane"]
 
 _local = threading.local()
 
@@ -294,6 +294,33 @@ class tensor:
         self.host_write_only()[...] = arr
         return self
 
+    # dlib's compound assignments: t += m and t -= m (an array, a tensor or a scalar), t *= s
+    # and t /= s (scalars). Without them Python would rebind t to a new numpy array and
+    # leave the tensor unchanged.
+    def __iadd__(self, other):
+        return self._compound(np.add, other, "+=")
+
+    def __isub__(self, other):
+        return self._compound(np.subtract, other, "-=")
+
+    def __imul__(self, other):
+        return self._compound(np.multiply, other, "*=", scalar_only=True)
+
+    def __itruediv__(self, other):
+        return self._compound(np.divide, other, "/=", scalar_only=True)
+
+    def _compound(self, op, other, sym, scalar_only=False):
+        arr = np.asarray(other.host_read() if isinstance(other, tensor) else other)
+        if arr.ndim and scalar_only:
+            raise TypeError(f"tensor {sym}: dlib's t {sym} s takes a number; for an elementwise "
+                            f"product use tt.multiply(False, dest, a, b)")
+        if arr.ndim and arr.size != self.size():
+            raise ValueError(f"tensor {sym}: the operand has shape {arr.shape} ({arr.size} values), "
+                             f"the tensor {self._shape} ({self.size()})")
+        data = self.host()
+        op(data, arr.reshape(self._shape) if arr.ndim else arr, out=data)
+        return self
+
     def __setitem__(self, key, value):
         self.host()[key] = value
 
@@ -527,6 +554,15 @@ class alias_tensor:
 
     def __repr__(self):
         return f"alias_tensor{self._shape}"
+
+
+def memcpy(dest, src):
+    """dlib's ``memcpy(dest, src)`` for tensors: copy ``src``'s values into ``dest`` (alias
+    views included). Requires ``dest.size() == src.size()``; the shapes may differ."""
+    if dest.size() != src.size():
+        raise ValueError(f"memcpy: dest{dest.shape} holds {dest.size()} values, src{src.shape} "
+                         f"{src.size()}; they must hold as many")
+    dest.assign(src.host_read().reshape(dest.shape))
 
 
 def have_same_dimensions(a: tensor, b: tensor) -> bool:

@@ -274,7 +274,8 @@ def test_net_type_call_passes_arguments_to_the_top_layer():
 
     yt = loss_yolo[dnnpy.tag1, sig[con[6, 1, 1, 1, 1, dnnpy.tag1[input_tensor]]]]
     yopts = yolo_options()
-    assert yt(yopts).loss_details().options is yopts
+    built = yt(yopts).loss_details().options      # copied, as every constructor argument is
+    assert built is not yopts and repr(built) == repr(yopts)
 
     with pytest.raises(TypeError, match="fc"):
         fc[3, input_tensor](1, 2, 3)

@@ -82,7 +82,7 @@ def test_with_a_loss_mmod_net():
     net = loss_mmod[con[1, 3, 3, 1, 1, input_grayscale_image_pyramid[pyramid_down(3)]]]()
     net.loss_details().options = mmod_options(detector_windows=[detector_window_details(10, 10)])
     imgs = [np.full((12, 12), 100, np.uint8), np.arange(144, dtype=np.uint8).reshape(12, 12)]
-    found = net(imgs, -1e6)     # everything passes the threshold: NMS leaves a few boxes
+    found = net(imgs, adjust_threshold=-1e6)    # everything passes the threshold: NMS leaves a few boxes
     assert sum(map(len, found)) > 0
     truth = [[mmod_rect(d.rect, label=d.label) for d in dets] for dets in found]
     res = test_object_detection_function(net, imgs, truth, adjust_threshold=-1e6)

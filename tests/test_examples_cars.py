@@ -73,8 +73,8 @@ def test_saved_net_reads_back(quick_run, tmp_path):
     junk.write_bytes(path.read_bytes() + b"shape_predictor bytes")
     run_net, rest = find.read_mmod_net(junk, ex.make_net_type((4, 4, 4, 4), 1, norm=dnnpy.layers.affine))
     assert rest == len(b"shape_predictor bytes")
-    a = net([imgs[0]], -1.0)[0]
-    b = run_net([imgs[0]], -1.0)[0]
+    a = net([imgs[0]], adjust_threshold=-1.0)[0]
+    b = run_net([imgs[0]], adjust_threshold=-1.0)[0]
     assert a and [d.rect for d in a] == [d.rect for d in b]       # bn_con in test mode == affine
 
 

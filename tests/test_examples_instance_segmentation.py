@@ -30,6 +30,7 @@ def quick_runs(tmp_path_factory):
     return {"trained": trained, "ran": ran, "text": text.getvalue()}
 
 
+@pytest.mark.filterwarnings("ignore::dnnpy.FileOverrideWarning")   # the detector's filters: one per window, from the file
 def test_saved_file_is_dlib_bytes_det_net_then_map_of_nets(quick_runs):
     path = quick_runs["trained"]["net_path"]
     data = path.read_bytes()

@@ -191,7 +191,7 @@ def test_repr_and_xml():
     (loss_binary_hinge_(), (2, 1, 1, 1), [1, 0.5], ValueError, "+1 or -1"),
     (loss_binary_hinge_(), (2, 2, 1, 1), [1, 1], ValueError, "k == 1"),
     (loss_binary_log_(), (2, 1, 1, 1), [1, 0], ValueError, "nonzero"),
-    (loss_binary_log_(), (2, 1, 1, 1), ["a", 1], ValueError, "labels must be"),
+    (loss_binary_log_(), (2, 1, 1, 1), ["a", 1], TypeError, "labels must be numbers, got strings"),
     (loss_binary_log_(), (2, 1, 2, 1), [1, 1], ValueError, "nr == 1"),
     (loss_multiclass_log_(), (2, 3, 1, 1), [0, 3], ValueError, "out of range"),
     (loss_multiclass_log_(), (2, 3, 1, 1), [0, -1], ValueError, "out of range"),

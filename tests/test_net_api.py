@@ -27,7 +27,10 @@ def test_outputs_collected_over_batches_are_each_batch(rng):
     feats = [net.subnet()(x[i:i + 32]) for i in range(0, 96, 32)]
     assert all(isinstance(f, np.ndarray) and f.shape == (32, 10, 1, 1) for f in feats)
     assert not np.array_equal(feats[0], feats[2])
-    np.testing.assert_array_equal(np.concatenate(feats), net.subnet()(x))
+    # each kept batch is still that batch's output (compared with a fresh run of the same
+    # batch: a BLAS may round a 96-row product differently from a 32-row one)
+    for i, f in enumerate(feats):
+        np.testing.assert_array_equal(f, net.subnet()(x[32 * i:32 * i + 32]))
 
 
 def test_views_refuse_to_be_read_after_the_next_pass(rng):

@@ -1,7 +1,8 @@
 """Network composition: dlib's ``add_layer``, ``add_tag_layer``, ``add_skip_layer``,
 ``repeat`` and ``add_loss_layer``, plus ``layer(net, i | template)`` and ``net_layers``
 (``nodes.py``, ``add_layer.py``, ``repeat.py``, ``loss_node.py``; ``calls.py``: argument
-checks and errors naming layers).
+checks and errors naming layers; ``transfer.py``: ``copy_subnet`` and the converting copy
+``copy_net_as``).
 
 A net is a chain of nodes, top (output) first; every chain ends in an ``input_node``
 holding the input layer, the input tensor ``x`` and the gradient with respect to it.
@@ -36,5 +37,7 @@ from .nodes import __all__ as _nodes_all
 from .add_layer import add_layer, backward_inplace_takes_add_to
 from .repeat import repeat_layer
 from .loss_node import add_loss_layer
+from .transfer import converts, copy_net_as, copy_subnet
 
-__all__ = [*_nodes_all, "add_layer", "backward_inplace_takes_add_to", "repeat_layer", "add_loss_layer"]
+__all__ = [*_nodes_all, "add_layer", "backward_inplace_takes_add_to", "repeat_layer", "add_loss_layer",
+           "converts", "copy_net_as", "copy_subnet"]

@@ -61,8 +61,8 @@ class add_layer(net_node):
         if setup_called is not None:
             self._setup_called = bool(setup_called)
 
-    def num_computational_layers(self) -> int:
-        return 1 + self._subnet.num_computational_layers()
+    def _count_computational(self):
+        return 1 + self._subnet._count_computational()
 
     def wrapper_state(self) -> wrapper_state:
         """The add_layer's own bookkeeping (what dlib writes beside the details)."""

@@ -14,9 +14,33 @@ import contextlib
 
 import numpy as np
 
+from ..errors import EvaluationWarning, warn
 from ..tensor import resizable_tensor, tensor
 
-__all__ = ["blame", "naming_layers", "check_solvers", "as_gradient", "as_input_tensor", "split"]
+__all__ = ["blame", "naming_layers", "check_solvers", "as_gradient", "as_input_tensor", "split",
+           "hint_if_training_net"]
+
+_hinted = False
+
+
+def hint_if_training_net(net):
+    """Warn once per process (``EvaluationWarning``) when ``net(x)`` evaluates a net holding
+    layers that behave differently at inference (their class says so with
+    ``inference_form``: bn_ -> affine, dropout -> multiply)."""
+    global _hinted
+    if _hinted:
+        return
+    details = [n.layer_details() for n in net.layers() if getattr(n, "computational", False)]
+    kinds = sorted({type(d).__name__ for d in details if getattr(d, "inference_form", None)})
+    if not kinds:
+        return
+    _hinted = True
+    warn(
+        f"evaluating a training net: its {', '.join(kinds)} layers use each batch's statistics (and "
+        f"update their running statistics) or draw new dropout masks, so a sample's answer depends "
+        f"on the rest of its batch and changes from call to call, as in dlib. To evaluate, use "
+        f"test_net = dnnpy.inference_copy(net), after dnnpy.recompute_bn_running_stats(net, "
+        f"training_data) (README, 'How to evaluate'). Shown once.", EvaluationWarning)
 
 
 def blame(e, node, phase, shape):

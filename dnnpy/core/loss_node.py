@@ -3,8 +3,12 @@ batch_size)``, ``process``, ``compute_loss``, ``compute_parameter_gradients``)."
 
 from __future__ import annotations
 
+import inspect
+
+import numpy as np
+
 from ..tensor import resizable_tensor, tensor
-from .calls import blame, naming_layers, split
+from .calls import blame, hint_if_training_net, naming_layers, split
 from .nodes import net_node, subnet_wrapper
 
 __all__ = ["add_loss_layer"]
@@ -54,6 +58,9 @@ class add_loss_layer(net_node):
         return self._subnet.to_tensor(batch_or_tensor, self._temp)
 
     def _labels(self, batch, args, kwargs):
+        if not hasattr(self._loss, "to_label"):
+            raise TypeError(f"{self._name()} gives no labels (as in dlib, it has no to_label): run the "
+                            f"part below the loss, net.subnet()(batch)")
         x = self._as_tensor(batch)
         with naming_layers(self):
             self._subnet._forward(x)
@@ -64,26 +71,77 @@ class add_loss_layer(net_node):
                     blame(e, self, "to_label", None)
                 raise
 
-    def __call__(self, batch, *args, batch_size=None, **kwargs):
-        """Labels for a batch of input objects (or for an already converted tensor), as
-        dlib's ``net(data, batch_size)``: one label per input object, in a new list. With
-        ``batch_size`` the batch runs in pieces of that many objects. Extra arguments go to
-        the loss's ``to_label`` (e.g. ``adjust_threshold`` for loss_mmod)."""
-        if batch_size is None or isinstance(batch, tensor):
-            return self._labels(batch, args, kwargs)
+    def __call__(self, data, *args, batch_size=None, **kwargs):
+        """Labels, as dlib's ``net(x)`` and ``net(data, batch_size)``.
+
+        * ``net(batch)``, ``net(batch, batch_size)``, ``net(batch, batch_size=n)``: a batch
+          of input objects (a list, a stacked array, or an already converted tensor) gives
+          one label per object, in a new list; with a batch size it runs in pieces of that
+          many objects. The second positional argument is the batch size, as in dlib.
+        * ``net(x)``, ``net(x, args...)``: ONE input object (an image, a matrix: see
+          ``input_layer.is_one_input``) gives its label, and extra arguments go to the loss's
+          ``to_label``, as dlib's ``process(x, args...)`` (``net(img, adjust_threshold)``).
+
+        Keyword arguments always go to ``to_label`` (``adjust_threshold=-0.5`` for
+        loss_mmod); with positional ones use ``process_batch(data, batch_size, args...)``.
+        """
+        hint_if_training_net(self)
+        if self._is_one_input(data):
+            return self._labels([data], args, kwargs)[0]
+        if args:
+            batch_size = self._batch_size_argument(args, batch_size)
+        return self._batched(data, batch_size, (), kwargs)
+
+    def _is_one_input(self, data):
+        return not isinstance(data, tensor) and self.input_layer().is_one_input(data)
+
+    def _batch_size_argument(self, args, batch_size):
+        """``net(data, batch_size)``'s positional batch size, or a TypeError that names the
+        form meant (``to_label`` arguments used to be accepted here)."""
+        extra = self._to_label_parameters()
+        fix = (f"; arguments for {self._name()}.to_label ({', '.join(extra)}) go to "
+               f"net.process_batch(data, batch_size, {', '.join(map(repr, args))}), to "
+               f"net.process(one_input, ...) or as keywords, net(data, {extra[0]}=...)" if extra else "")
+        if len(args) > 1 or batch_size is not None:
+            raise TypeError(f"net(data, batch_size): one positional argument after the data, the batch "
+                            f"size (dlib's net(data, batch_size)); got {len(args)} positional "
+                            f"argument(s){' and batch_size=' + repr(batch_size) if batch_size is not None else ''}"
+                            f"{fix}")
+        n = args[0]
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise TypeError(f"net(data, batch_size): the second argument is the batch size, an integer "
+                            f">= 1, as in dlib's net(data, batch_size); got {n!r}{fix}")
+        return int(n)
+
+    def _to_label_parameters(self):
+        if not hasattr(self._loss, "to_label"):
+            return []
+        params = list(inspect.signature(self._loss.to_label).parameters.values())[2:]
+        return [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
+    def _batched(self, data, batch_size, args, kwargs):
+        if batch_size is None or isinstance(data, tensor):
+            return self._labels(data, args, kwargs)
         labels = []
-        for piece in split(batch, batch_size):
+        for piece in split(data, batch_size):
             labels.extend(self._labels(piece, args, kwargs))
         return labels
 
-    def process(self, batch, *args, batch_size=None, **kwargs):
-        """dlib's ``process``/``process_batch``: ``net(batch, ...)`` with the extra arguments
-        passed to the loss's ``to_label``."""
-        return self(batch, *args, batch_size=batch_size, **kwargs)
+    def process(self, data, *args, batch_size=None, **kwargs):
+        """dlib's ``process(x, args...)``: the label of ONE input object, with ``args``
+        passed to the loss's ``to_label`` (``net.process(img, -0.5)``: loss_mmod's
+        ``adjust_threshold``). Given a batch instead, the list of its labels (in pieces of
+        ``batch_size``), with the same arguments."""
+        hint_if_training_net(self)
+        if self._is_one_input(data):
+            return self._labels([data], args, kwargs)[0]
+        return self._batched(data, batch_size, args, kwargs)
 
     def process_batch(self, data, batch_size, *args, **kwargs):
-        """dlib's ``process_batch(data, batch_size, args...)``."""
-        return self(data, *args, batch_size=batch_size, **kwargs)
+        """dlib's ``process_batch(data, batch_size, args...)``: labels of a batch, run in
+        pieces of ``batch_size``, with ``args`` passed to the loss's ``to_label``."""
+        hint_if_training_net(self)
+        return self._batched(data, batch_size, args, kwargs)
 
     def predict(self, batch, batch_size=128):
         """``net(batch, batch_size=batch_size)``: labels for any number of input objects in

@@ -11,10 +11,32 @@ import numpy as np
 
 from .. import tensor_tools as tt
 from ..tensor import read_only_view, resizable_tensor, tensor
-from .calls import as_gradient, as_input_tensor, check_solvers, naming_layers, split
+from .calls import as_gradient, as_input_tensor, check_solvers, hint_if_training_net, naming_layers, split
 
 __all__ = ["net_node", "subnet_wrapper", "wrapper_state", "input_node", "add_tag_layer",
-           "add_skip_layer", "layer", "input_layer", "net_layers", "computational_nodes"]
+           "add_skip_layer", "layer", "input_layer", "net_layers", "computational_nodes",
+           "layer_count", "check_net"]
+
+
+class layer_count(int):
+    """A layer count that reads as dlib's static member and calls as a method: ``net.num_layers``
+    prints 131, and ``net.num_layers()`` is 131 too."""
+
+    def __call__(self) -> int:
+        return int(self)
+
+
+def check_net(net, who=None):
+    """``net`` as a node of a net (a ``subnet_wrapper`` unwrapped), or TypeError naming
+    ``who`` (when given) and what was given (a failed type declaration often leaves ``None``)."""
+    if isinstance(net, subnet_wrapper):
+        return net.node()
+    if not isinstance(net, net_node):
+        hint = (" (a net TYPE: build the net first, net = net_type())"
+                if type(net).__name__ == "NetType" else "")
+        raise TypeError(f"{who + ': ' if who else ''}expected a net (net_type(), net.subnet() or layer(net, i)), got "
+                        f"{'None' if net is None else type(net).__name__}{hint}")
+    return net
 
 
 def _tensor_to_str(t, min_length):
@@ -35,6 +57,15 @@ class net_node:
     template = None      # the bracket template that built this node (for layer(net, relu))
     computational = False   # an add_layer: it has layer details with parameters and solvers
     net_type = None      # the NetType this node is the top of (set by templates)
+    # dlib's add_layer<DETAILS, SUBNET> (and add_tag_layer<ID, SUBNET>, ...) as
+    # add_layer[details, SUBNET]: supplied by dnnpy.templates, which sits above core
+    bracket_form = None
+
+    def __class_getitem__(cls, items):
+        if cls.bracket_form is None:
+            raise TypeError(f"{cls.__name__}[...] is not a template: write the net type with the "
+                            f"layer templates, e.g. con[16, 5, 5, 1, 1, SUBNET]")
+        return cls.bracket_form(items)
 
     # -- structure -----------------------------------------------------------------------
     def subnet(self):
@@ -55,16 +86,26 @@ class net_node:
         """Samples in the input tensor per input object (set by ``to_tensor``; 0 before)."""
         return self._subnet.sample_expansion_factor()
 
-    def num_layers(self) -> int:
-        """Layers in the net, this one and the input layer included (dlib's ``num_layers``)."""
-        return 1 + self._subnet.num_layers()
+    @property
+    def num_layers(self) -> layer_count:
+        """Layers in the net, this one and the input layer included (dlib's static
+        ``num_layers``: read as ``net.num_layers``, or called, ``net.num_layers()``)."""
+        return layer_count(self._count_layers())
 
-    def num_computational_layers(self) -> int:
-        """``add_layer`` nodes in the net (dlib's ``num_computational_layers``)."""
-        return self._subnet.num_computational_layers()
+    @property
+    def num_computational_layers(self) -> layer_count:
+        """``add_layer`` nodes in the net (dlib's ``num_computational_layers``; read or called
+        as ``num_layers``)."""
+        return layer_count(self._count_computational())
+
+    def _count_layers(self):
+        return 1 + self._subnet._count_layers()
+
+    def _count_computational(self):
+        return self._subnet._count_computational()
 
     def __len__(self):
-        return self.num_layers()
+        return self._count_layers()
 
     def __getitem__(self, i):
         """``net[i]`` is ``layer(net, i)``."""
@@ -107,9 +148,14 @@ class net_node:
         return read_only_view(self._private_get_output(), f"the output of {self._name()}")
 
     def __call__(self, batch, batch_size=None) -> np.ndarray:
-        """Forward a batch of input objects (a list, or a stacked array); returns the output
-        as a NEW numpy array ``(num_samples, k, nr, nc)``. With ``batch_size``, runs the
-        batch in pieces of that many objects (memory stays bounded) and concatenates."""
+        """Forward a batch of input objects (a list, or a stacked array), dlib's
+        ``net(data, batch_size)``; returns the output as a NEW numpy array ``(num_samples, k,
+        nr, nc)``. With ``batch_size``, runs the batch in pieces of that many objects (memory
+        stays bounded) and concatenates. One input object (an image, a matrix: see
+        ``input_layer.is_one_input``) runs as a batch of one, dlib's ``net(x)``."""
+        hint_if_training_net(self)
+        if self.input_layer().is_one_input(batch):
+            batch = [batch]
         pieces = [batch] if batch_size is None else split(batch, batch_size)
         outs = []
         for piece in pieces:
@@ -313,10 +359,10 @@ class input_node(net_node):
     def sample_expansion_factor(self) -> int:
         return self._sample_expansion_factor
 
-    def num_layers(self) -> int:
+    def _count_layers(self):
         return 1
 
-    def num_computational_layers(self) -> int:
+    def _count_computational(self):
         return 0
 
     def is_tagged(self) -> bool:
@@ -349,6 +395,9 @@ class input_node(net_node):
         self._sample_expansion_factor = int(sef)
 
     def to_tensor(self, batch, data=None):
+        if batch is None:
+            raise TypeError(f"{self._input_layer!r}.to_tensor: expected a batch of input objects (a "
+                            f"list, or a stacked array), got None")
         data = resizable_tensor() if data is None else data
         items = list(batch) if not hasattr(batch, "shape") else batch
         self._input_layer.to_tensor(items, data)
@@ -533,6 +582,8 @@ def net_layers(net) -> list:
         net = net.node()
     if isinstance(net, net_node):
         return net.layers()
+    if net is None or not hasattr(net, "get_output") and not hasattr(net, "to_tensor"):
+        check_net(net)
     return [net]   # an input layer object given directly, or a test_layer/test_loss stand-in
 
 
@@ -548,12 +599,23 @@ def layer(net, which, steps: int = 0):
     or a template (``tag1``, ``relu``, ...): the first layer from the top built by it,
     then ``steps`` more layers down.
     """
+    if not isinstance(net, net_node) and not hasattr(net, "get_output"):
+        check_net(net, f"layer(net, {which!r})")   # (a layer's sub and test stand-ins pass)
     if isinstance(which, (int, np.integer)) and not isinstance(which, bool):
         return _layer_at(net, int(which) + steps)
-    found = net._find(lambda n: n.template is which)
+    found = net._find(lambda n: _built_by(n, which))
     if found is None:
         raise ValueError(f"layer(net, {which!r}): no such layer in the net")
     return _layer_at(found, steps) if steps else found
+
+
+def _built_by(node, template):
+    """Whether ``template`` built ``node``; a tag (or skip) template matches any tag of its
+    id, as dlib's ``layer<tag1>`` matches ``add_tag_layer<1, ...>`` however it was spelled."""
+    if node.template is template:
+        return True
+    node_cls, tag_id = getattr(template, "node_cls", None), getattr(template, "id", None)
+    return (node_cls is not None and type(node) is node_cls and getattr(node, "id", None) == tag_id)
 
 
 def _layer_at(net, i):
@@ -575,4 +637,4 @@ def _layer_at(net, i):
 
 def input_layer(net):
     """The input layer object of a net."""
-    return net.input_layer()
+    return check_net(net, "input_layer").input_layer()

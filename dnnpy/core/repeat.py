@@ -32,19 +32,19 @@ class repeat_layer(net_node):
 
     def layers_in_each_group(self) -> int:
         """Layers in one copy of the block."""
-        return self.copies[0].num_layers() - 1
+        return self.copies[0].num_layers - 1
 
-    def num_layers(self) -> int:
-        return len(self.copies) * self.layers_in_each_group() + self._subnet.num_layers()
+    def _count_layers(self):
+        return len(self.copies) * self.layers_in_each_group() + self._subnet._count_layers()
 
     def _own_layers(self):
         # each copy's layers without its repeat-internal input (dlib: layer<0> of a repeat is
         # its first copy)
         return [entry for c in self.copies for entry in c.layers()[:-1]]
 
-    def num_computational_layers(self) -> int:
-        return (len(self.copies) * self.copies[0].num_computational_layers()
-                + self._subnet.num_computational_layers())
+    def _count_computational(self):
+        return (len(self.copies) * self.copies[0]._count_computational()
+                + self._subnet._count_computational())
 
     def to_tensor(self, batch, data=None) -> resizable_tensor:
         """The subnet's ``to_tensor``; then, as dlib's ``repeat::to_tensor`` (which runs each

@@ -67,10 +67,10 @@ def test_object_detection_function(detector, images, truth_dets, overlap_tester=
     """dlib's ``test_object_detection_function`` for ``loss_mmod`` nets: returns a (1, 3)
     float64 array ``[[precision, recall, average_precision]]``.
 
-    ``detector([img], adjust_threshold)`` must return, for the one image, a list of
-    ``mmod_rect`` with ``detection_confidence`` and ``label``, best first (a dnnpy
-    ``loss_mmod`` net does: ``net([img], adjust_threshold)``). Images are run one at a time,
-    as dlib does. ``truth_dets[i]`` is the list of truth ``mmod_rect`` of image ``i``.
+    ``detector`` is a ``loss_mmod`` net (run as ``net.process_batch([img], 1,
+    adjust_threshold)``), or a function such that ``detector([img], adjust_threshold)``
+    returns, for the one image, a list of ``mmod_rect`` with ``detection_confidence`` and
+    ``label``, best first. Images are run one at a time, as dlib does. ``truth_dets[i]`` is the list of truth ``mmod_rect`` of image ``i``.
 
     Per image and per label in the union of truth and detection labels: the truth boxes with
     ``ignore`` set (of any label) are the ignore boxes; the other truth boxes of that label are
@@ -90,7 +90,8 @@ def test_object_detection_function(detector, images, truth_dets, overlap_tester=
     correct_hits = total_truth = missing = 0
     all_dets = []
     for i, (img, truth) in enumerate(zip(images, truth_dets)):
-        out = detector([img], adjust_threshold)
+        out = (detector.process_batch([img], 1, adjust_threshold) if hasattr(detector, "process_batch")
+               else detector([img], adjust_threshold))
         if len(out) != 1:
             raise ValueError(f"test_object_detection_function: the detector returned "
                              f"{len(out)} label lists for one image (image {i})")

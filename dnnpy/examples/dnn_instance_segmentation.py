@@ -27,11 +27,12 @@ instances, 0.8 s CPU (1.2-1.9 s wall on the shared machine).
 from __future__ import annotations
 
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
 
-from dnnpy import deserialize_objects
+from dnnpy import FileOverrideWarning, deserialize_objects
 from dnnpy.data import dlib_rand
 from dnnpy.examples import dnn_instance_segmentation_train as inst_train
 from dnnpy.examples._util import Timer, add_threads_argument, base_parser, num_threads, out_dir
@@ -54,8 +55,11 @@ def load_or_train(net_path, args):
             Path(trained["net_path"]).replace(net_path)
     # dlib: det_anet_type det_net; std::map<std::string, seg_bnet_type> seg_nets_by_class;
     # affine_ reads bn_con's records; the mask nets run on one chip at a time, so their
-    # bn_con layers use the running statistics
-    return deserialize_objects(net_path, det_net_type(testing=True), dict[str, seg_net_type()])
+    # bn_con layers use the running statistics. As in dlib, the detector's last con takes its
+    # filter count (one per detector window) from the file: an override this reader expects
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FileOverrideWarning)
+        return deserialize_objects(net_path, det_net_type(testing=True), dict[str, seg_net_type()])
 
 
 def paint_instances(image, instances, seg_nets, rnd):

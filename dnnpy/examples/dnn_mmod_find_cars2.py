@@ -106,7 +106,7 @@ def per_label_results(net, images, truth, labels):
     results = {}
     for label in labels:
         def detector(imgs, adjust_threshold=0.0, label=label):
-            return [[d for d in net(imgs, adjust_threshold)[0] if d.label == label]]
+            return [[d for d in net(imgs, adjust_threshold=adjust_threshold)[0] if d.label == label]]
         t = [[b for b in v if b.ignore or b.label == label] for v in truth]
         results[label] = tuple(float(v) for v in test_object_detection_function(detector, images, t)[0])
     return results

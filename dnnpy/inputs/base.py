@@ -25,6 +25,21 @@ class input_layer:
     def to_tensor(self, batch, data: resizable_tensor):
         raise NotImplementedError
 
+    # the dimensions of ONE input object given as a numpy array (2: a matrix, 3: an RGB
+    # image); None when an array is never a single input object
+    sample_ndim = None
+
+    def is_one_input(self, obj) -> bool:
+        """Whether ``obj`` is ONE input object (dlib's ``input_type``: one image, one
+        matrix) rather than a batch of them, so that ``net(img)`` is dlib's single-sample
+        ``net(x)``. Only an unambiguous array counts: one of exactly ``sample_ndim``
+        dimensions (a batch is a list, or an array with a leading batch axis)."""
+        return (self.sample_ndim is not None and isinstance(obj, np.ndarray)
+                and obj.ndim == self.sample_ndim and self._looks_like_one(obj))
+
+    def _looks_like_one(self, a):
+        return True
+
     # dlib's serialize/deserialize. Input layers without fields write only their version
     # string (``_ser_version``); the others override both methods.
     _ser_version = None
@@ -54,18 +69,25 @@ def safe_cast(layer, a, dtype, where="the input"):
     """``a`` as ``dtype`` when that changes no value's meaning, else a ``ValueError`` naming
     the layer and the fix.
 
-    * to a float dtype: any float, integer or bool array (float64 -> float32 only rounds);
-    * to an integer dtype: integer or bool arrays whose values all fit (e.g. int64 pixels in
-      0..255 for uint8); float arrays are refused, since a [0, 1] image cast to uint8 would
-      silently become 0s and 1s.
+    * to a float dtype: any float or integer array (float64 -> float32 only rounds);
+    * to an integer dtype: integer arrays whose values all fit (e.g. int64 pixels in 0..255
+      for uint8); float arrays are refused, since a [0, 1] image cast to uint8 would
+      silently become 0s and 1s;
+    * bool arrays are refused: a mask read as uint8 pixels is 0/1 out of 255, nearly black,
+      and which of 0/1, 0/255 or 0.0/1.0 was meant is the caller's to say.
     """
     dt = np.dtype(dtype)
     if a.dtype == dt:
         return a
     kind = a.dtype.kind
-    if dt.kind == "f" and kind in "fiub":
+    if kind == "b":
+        fix = ("mask.astype(np.uint8) * 255 for a black and white image, or mask.astype(np.uint8) "
+               "for 0/1 values" if dt == np.uint8 else f"mask.astype(np.{dt.name})")
+        raise ValueError(f"{_name(layer)}.to_tensor: got a bool array in {where}; a mask is not "
+                         f"{dt.name} data: convert it first ({fix})")
+    if dt.kind == "f" and kind in "fiu":
         return a.astype(dt)
-    if dt.kind in "iu" and kind in "iub":
+    if dt.kind in "iu" and kind in "iu":
         if a.size:
             info = np.iinfo(dt)
             lo, hi = a.min(), a.max()
@@ -99,14 +121,21 @@ def _stack_uniform(items, ndim, shape, dtype):
     return np.concatenate(items).reshape((len(items),) + shape)
 
 
+def refuse_one_input(layer, batch, ndim, what):
+    """The error for one input object given where a batch is expected (``to_tensor(img)``):
+    iterating it would give its rows."""
+    if isinstance(batch, np.ndarray) and batch.ndim == ndim:
+        raise ValueError(f"{_name(layer)}.to_tensor: got a single array of shape {batch.shape}, "
+                         f"which would be read as {len(batch)} inputs of shape {batch.shape[1:]}; "
+                         f"each input must be {what}: pass a list [x] or a stacked array with a "
+                         f"leading batch axis, shape (N,) + {batch.shape} (net(x) itself takes one "
+                         f"input object)")
+
+
 def _stack_images(layer, items, ndim, what, dtype=None):
     """Stack a batch of equally sized arrays (cast with ``safe_cast`` to ``dtype``), with
     errors naming the layer, the input and the shapes."""
-    if isinstance(items, np.ndarray) and items.ndim == ndim:
-        raise ValueError(f"{_name(layer)}.to_tensor: got a single array of shape {items.shape}, "
-                         f"which would be read as {len(items)} inputs of shape {items.shape[1:]}; "
-                         f"each input must be {what}: pass a list [x] or a stacked array with a "
-                         f"leading batch axis, shape (N,) + {items.shape}")
+    refuse_one_input(layer, items, ndim, what)
     if isinstance(items, np.ndarray):
         a = items
         if a.ndim != ndim + 1:
@@ -232,6 +261,16 @@ class input_rgb_image(rgb_averages, image_space_identity, input_layer):
     """Batch of ``H x W x 3`` uint8 RGB images -> ``(N, 3, H, W)`` with
     ``(channel - avg) / 256`` (dlib's mean subtraction)."""
 
+    # dlib's converting constructor from the other RGB input layers (the means travel), so
+    # that loss_metric<backbone<input_rgb_image>> fnet(layer<5>(barlow_twins_net)) works.
+    # (dlib also builds input_rgb_image_sized from input_rgb_image; not done here: the size
+    # check would be silently dropped or added.)
+    converts_from = (rgb_averages,)
+    sample_ndim = 3
+
+    def _looks_like_one(self, a):
+        return a.shape[-1] == 3
+
     def to_tensor(self, batch, data):
         rgb_images_to_tensor(self, batch, data, (self.avg_red, self.avg_green, self.avg_blue))
 
@@ -264,6 +303,7 @@ class input_tensor(input_layer):
     the batch itself is N samples."""
 
     _ser_version = "input_tensor"
+    sample_ndim = 3      # one (k, nr, nc) sample
 
     def to_tensor(self, batch, data):
         if isinstance(batch, tensor):
@@ -308,6 +348,7 @@ class _input_matrix(image_space_identity, input_layer):
 
     dtype = None  # set by input[dtype]
     _ser_version = "input<matrix>"
+    sample_ndim = 2
 
     @classmethod
     def type_expr(cls) -> str:
@@ -352,6 +393,10 @@ class _input_rgb_matrix(_input_matrix):
     of ``value/256`` (pixel_to_vector's channel order: red, green, blue)."""
 
     dtype = np.uint8
+    sample_ndim = 3
+
+    def _looks_like_one(self, a):
+        return a.shape[-1] == 3
 
     @classmethod
     def type_expr(cls) -> str:

@@ -76,6 +76,10 @@ class _input_rgb_image_sized(rgb_averages, image_space_identity, input_layer):
     another RGB input layer to copy them from."""
 
     NR = NC = None
+    sample_ndim = 3
+
+    def _looks_like_one(self, a):
+        return a.shape[-1] == 3
 
     @classmethod
     def type_expr(cls) -> str:
@@ -153,6 +157,16 @@ class input_rgb_image_pair(rgb_averages, image_space_identity, input_layer):
     ``(2N, 3, H, W)``: the N first images, then the N second images, each
     ``(channel - avg) / 256``. The net's sample_expansion_factor becomes 2."""
 
+    converts_from = (rgb_averages,)   # as input_rgb_image's
+
+    def is_one_input(self, obj) -> bool:
+        """One ``(first, second)`` pair: a tuple/list of two H x W x 3 arrays, or one
+        ``(2, H, W, 3)`` array."""
+        if isinstance(obj, np.ndarray):
+            return obj.ndim == 4 and obj.shape[0] == 2 and obj.shape[-1] == 3
+        return (isinstance(obj, (tuple, list)) and len(obj) == 2
+                and all(isinstance(a, np.ndarray) and a.ndim == 3 for a in obj))
+
     def to_tensor(self, batch, data):
         items = self._batch(batch)
         firsts, seconds = [], []
@@ -204,6 +218,10 @@ class _input_array(image_space_identity, input_layer):
     dtype = None
     K = None
     _ser_version = "input<array<matrix>>"
+    sample_ndim = 3      # one (K, nr, nc) array
+
+    def _looks_like_one(self, a):
+        return a.shape[0] == self.K
 
     @classmethod
     def type_expr(cls) -> str:

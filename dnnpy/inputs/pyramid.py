@@ -18,7 +18,7 @@ from ..geometry import drectangle, rectangle, round_point
 from ..image.pyramid import (_pyramid_down_n, compute_tiled_image_pyramid_details, image_to_tiled_pyramid,
                              pyramid_down, tiled_pyramid_to_image)
 from ..tensor import alias_tensor
-from .base import input_layer, rgb_averages, safe_cast
+from .base import input_layer, refuse_one_input, rgb_averages, safe_cast
 
 __all__ = ["pyramid_down", "input_rgb_image_pyramid", "input_grayscale_image_pyramid",
            "compute_tiled_image_pyramid_details", "image_to_tiled_pyramid", "tiled_pyramid_to_image"]
@@ -115,7 +115,16 @@ class _input_image_pyramid(input_layer):
         return image_to_tiled_pyramid(self.pyramid_type, self._rects(data), scale, drectangle._coerce(r))
 
     # -- to_tensor --------------------------------------------------------------------------
+    @property
+    def sample_ndim(self):
+        return 3 if self._channels == 3 else 2
+
+    def _looks_like_one(self, a):
+        return self._channels != 3 or a.shape[-1] == 3
+
     def _images(self, batch):
+        what = "an H x W x 3 uint8 RGB image" if self._channels == 3 else "a 2-D uint8 image"
+        refuse_one_input(self, batch, self.sample_ndim, what)
         items = self._batch(batch)
         first = np.asarray(items[0])
         shape = (first.shape[:2] + ((3,) if self._channels == 3 else ())) if first.ndim >= 2 else first.shape

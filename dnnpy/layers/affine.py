@@ -32,6 +32,10 @@ class affine_(computational_layer):
     dot_name = "affine"
     backward_needs_output = False
 
+    # dlib's converting constructor affine_(const bn_&): a trained bn layer becomes an affine
+    # one (copy_net_as, inference_copy, net_type(net))
+    converts_from = (bn_,)
+
     def __init__(self, mode=FC_MODE):
         super().__init__()
         self.empty_params = resizable_tensor()

@@ -19,20 +19,37 @@ from ._window import sliding_window
 from .base import (check_int, computational_layer, gradient_input_target, randomize_parameters,
                    with_multipliers)
 
-__all__ = ["con_", "cont_", "con", "cont"]
+__all__ = ["con_", "cont_", "con", "cont", "num_con_outputs"]
 
 
 _WINDOW_FIELDS = ("nr", "nc", "stride_y", "stride_x", "padding_y", "padding_x")
 
 
+class num_con_outputs:
+    """dlib's ``num_con_outputs(n)``: given to a net's constructor, it sets the number of
+    filters of the first con (or cont) layer it reaches (``net_type(num_con_outputs(8))``);
+    ``con_(num_con_outputs(8), 5, 5, 1, 1)`` is ``con_(8, 5, 5, 1, 1)``."""
+
+    def __init__(self, n):
+        self.num_outputs = check_int("num_con_outputs", "n", n, 1)
+
+    def __repr__(self):
+        return f"num_con_outputs({self.num_outputs})"
+
+
 class _conv_base(sliding_window, computational_layer, with_multipliers):
     """Constructor arguments and bookkeeping shared by con_ and cont_."""
+
+    # a net constructor's num_con_outputs(n) becomes this layer's num_filters (templates.py)
+    constructor_settings = {num_con_outputs: "num_filters"}
 
     _allow_whole_input = False  # con_ accepts nr/nc == 0: the filter spans the whole input
     _window_noun = "filter"
 
     def __init__(self, num_filters, nr, nc, stride_y, stride_x, padding_y=None, padding_x=None):
         super().__init__()
+        if isinstance(num_filters, num_con_outputs):
+            num_filters = num_filters.num_outputs
         self.num_filters_ = check_int(type(self).__name__, "num_filters", num_filters, 1)
         self._init_window(nr, nc, stride_y, stride_x, padding_y, padding_x,
                           0 if self._allow_whole_input else 1)

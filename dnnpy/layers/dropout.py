@@ -37,6 +37,7 @@ class dropout_(computational_layer, _identity_map):
     ``1-drop_rate`` at inference). ``clean()`` frees the mask."""
 
     dot_name = "dropout"
+    inference_form = "multiply"  # what inference_copy makes of it (net(x) hints at that)
 
     def __init__(self, drop_rate=0.5):
         super().__init__()
@@ -115,6 +116,9 @@ class multiply_(computational_layer, _identity_map):
     converting constructor, for turning a trained dropout net into an inference net)."""
 
     dot_name = "multiply"
+
+    # dlib's converting constructor multiply_(const dropout_&): val = 1 - drop_rate
+    converts_from = (dropout_,)
 
     def __init__(self, val=0.5):
         super().__init__()

@@ -11,18 +11,34 @@ from ..printing import xml_matrix
 from ..templates import layer_template
 from ._dense import dense_base
 from ._serial import read_multipliers, write_multipliers
-from .base import fmt, gradient_input_target, with_multipliers
+from .base import check_int, fmt, gradient_input_target, with_multipliers
 
-__all__ = ["fc_", "fc", "fc_no_bias", "FC_HAS_BIAS", "FC_NO_BIAS"]
+__all__ = ["fc_", "fc", "fc_no_bias", "FC_HAS_BIAS", "FC_NO_BIAS", "num_fc_outputs"]
 
 FC_HAS_BIAS = 0
 FC_NO_BIAS = 1
 
 
+class num_fc_outputs:
+    """dlib's ``num_fc_outputs(n)``: given to a net's constructor, it sets the number of
+    outputs of the first fc layer it reaches (``net_type(num_fc_outputs(15))``);
+    ``fc_(num_fc_outputs(15))`` is ``fc_(15)``."""
+
+    def __init__(self, n):
+        self.num_outputs = check_int("num_fc_outputs", "n", n, 1)
+
+    def __repr__(self):
+        return f"num_fc_outputs({self.num_outputs})"
+
+
 class fc_(dense_base, with_multipliers):
     _mode_names = ("FC_HAS_BIAS", "FC_NO_BIAS")
+    # a net constructor's num_fc_outputs(n) becomes this layer's num_outputs (templates.py)
+    constructor_settings = {num_fc_outputs: "num_outputs"}
 
     def __init__(self, num_outputs, bias_mode=FC_HAS_BIAS):
+        if isinstance(num_outputs, num_fc_outputs):
+            num_outputs = num_outputs.num_outputs
         super().__init__(num_outputs, bias_mode)
         self.use_bias = True
 

@@ -120,6 +120,7 @@ class bn_(_normalization):
     """
 
     dot_name = "batch_norm"
+    inference_form = "affine"    # what inference_copy makes of it (net(x) hints at that)
 
     def __init__(self, mode, running_stats_window_size=100, eps=DEFAULT_BATCH_NORM_EPS):
         super().__init__(eps)

@@ -98,9 +98,23 @@ def _per_sample(shape, what):
     return f"one array of {shape[0]} {what}s per sample"
 
 
+def _holds_strings(labels):
+    try:
+        a = np.asarray(labels)
+    except ValueError:                    # ragged
+        a = np.asarray(labels, dtype=object)
+    if a.dtype.kind in "US":
+        return True
+    return a.dtype.kind == "O" and any(isinstance(v, (str, bytes)) for v in a.reshape(-1))
+
+
 def float_labels(name, labels, shape=None):
     """Convert numeric labels to a float64 array (one per sample, or one array of ``shape``
-    per sample); TypeError for non-numbers, ValueError for a wrong shape or NaN."""
+    per sample); TypeError for non-numbers (strings included: numpy would parse "1"),
+    ValueError for a wrong shape or NaN."""
+    if _holds_strings(labels):
+        raise TypeError(f"{name}: labels must be numbers, got strings; convert them first, e.g. "
+                        f"[float(v) for v in labels]")
     try:
         arr = np.array(labels, dtype=np.float64)
     except TypeError:

@@ -137,6 +137,8 @@ def _greedy_nms(dets, max_dets, overlaps_nms, keep, rect_of=lambda det: det.rect
 class loss_mmod_(loss_layer):
     """dlib's ``loss_mmod_(options)``; ``options`` defaults to ``mmod_options()``."""
 
+    constructor_settings = {mmod_options: "options"}   # net_type(options), as dlib's net_type net(options)
+
     def __init__(self, options=None):
         self.options = mmod_options() if options is None else options
 

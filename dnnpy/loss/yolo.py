@@ -298,6 +298,8 @@ class loss_yolo_(loss_layer):
     def dot_label(self):
         return "loss_yolo"
 
+    constructor_settings = {yolo_options: "options"}   # net_type(options), as dlib's
+
     def __init__(self, *tags, options=None):
         for end in (0, -1):  # options first, or last (as net_type(options) passes them)
             if tags and isinstance(tags[end], yolo_options):

@@ -38,17 +38,17 @@ import zlib
 
 from ..core import net_node
 from ..parsing import net_type_from_string
-from ..templates import NetType, repeat
+from ..templates import NetType, refresh_net_types, repeat
 from ..solvers import adam, sgd
 from ..atomic import atomic_write
-from ..errors import SerializationError
+from ..errors import FileOverrideWarning, SerializationError, warn
 from .net import _adopt, read_net_staged, read_object, write_net, write_object
 from .primitives import Reader, Writer
 
 __all__ = ["serialize", "deserialize", "load", "to_bytes", "from_bytes", "atomic_write",
            "write_solvers", "read_solvers_staged", "with_header", "read_header", "MAGIC",
            "FORMAT_VERSION", "READABLE_VERSIONS", "read_source", "not_a_net_reason",
-           "solver_classes", "object_kind", "write_body", "stage_object", "default_format",
+           "solver_classes", "object_kind", "write_body", "stage_object", "warn_about_overrides", "default_format",
            "cleaned", "solver_from_name", "refuse_plainly_not_a_net"]
 
 MAGIC = b"DNNPY\0"
@@ -352,7 +352,8 @@ def stage_object(r, obj, header):
     """Read the body into a staged copy of ``obj``; returns the commit function."""
     if isinstance(obj, net_node):
         _check_kind(r, header, "net", repr(obj.net_type) if obj.net_type is not None else None)
-        return read_net_staged(r, obj)
+        commit = read_net_staged(r, obj)
+        return lambda: (commit(), warn_about_overrides(obj, r.what))
     if isinstance(obj, tuple):
         raise SerializationError("deserialize: cannot read into a tuple; pass a list of solvers")
     if isinstance(obj, list):
@@ -370,6 +371,21 @@ def stage_object(r, obj, header):
     staged = copy.deepcopy(obj)
     read_object(r, staged, kind)
     return lambda: _adopt(obj, staged)
+
+
+def warn_about_overrides(net, what):
+    """After a read: when the file gave layers other template arguments than ``net``'s type
+    declared (``fc[16, ...]`` declared, 32 outputs in the file; dlib takes the file's), make
+    ``net.net_type`` report the file's values and say so (``FileOverrideWarning``)."""
+    changes = refresh_net_types(net)
+    if not changes:
+        return
+    said = [f"layer<{net.index_of(node)}> {name}: {param}={declared!r} declared, {actual!r} in the file"
+            for node, name, param, declared, actual in changes[:3]]
+    more = f" (and {len(changes) - 3} more)" if len(changes) > 3 else ""
+    warn(f"{what}: the file overrides template arguments of the declared net type: "
+                  f"{'; '.join(said)}{more}. The net has the file's values, as in dlib, and "
+                  f"net.net_type now reports them", FileOverrideWarning)
 
 
 def _read_into(r, obj, header):

@@ -40,7 +40,7 @@ from ..errors import SerializationError
 from ..parsing import net_type_from_string
 from ..templates import NetType
 from .files import (FORMATS, cleaned, default_format, object_kind, read_header, read_source,
-                    refuse_plainly_not_a_net, solver_from_name, stage_object, with_header,
+                    refuse_plainly_not_a_net, solver_from_name, stage_object, warn_about_overrides, with_header,
                     write_body)
 from .net import read_net_staged, write_net
 from .primitives import Reader, Writer
@@ -180,6 +180,7 @@ def _read_net_map(r, net_type):
         key = r.string("a map key")
         net = net_type()
         read_net_staged(r, net)()       # a new net: nobody else holds it
+        warn_about_overrides(net, r.what)
         out[key] = net
     return out
 

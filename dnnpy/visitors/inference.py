@@ -26,7 +26,7 @@ from ..layers.affine import affine
 from ..layers.dropout import dropout_, multiply, multiply_
 from ..layers.norm import bn_
 from ..templates import NetType, layer_template
-from .transfer import copy_net_as
+from ..core.transfer import copy_net_as
 
 __all__ = ["inference_type", "inference_copy", "recompute_bn_running_stats"]
 

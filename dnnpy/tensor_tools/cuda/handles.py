@@ -10,8 +10,9 @@ interpreter exit, as PyTorch does: destroying them after the CUDA context is gon
 
 Workspaces come from ``cupy.cuda.alloc`` (CuPy's pool, stream-ordered per arena, so the
 block can be dropped right after the call that used it is queued). They are capped by
-``set_max_workspace`` (env ``DNNPY_CUDNN_MAX_WORKSPACE``, bytes; default 256 MiB): the
-algorithm choice in conv.py only accepts algorithms within the cap. On out-of-memory the
+``set_max_workspace`` (env ``DNNPY_CUDNN_MAX_WORKSPACE``, bytes; default 256 MiB; 0 while
+``set_dnn_prefer_smallest_algorithms()`` is in effect): the algorithm choice in conv.py only
+accepts algorithms within the cap. On out-of-memory the
 pool's free blocks are released and the allocation retried once; then
 ``WorkspaceUnavailable`` lets the caller fall back to a zero-workspace algorithm.
 
@@ -27,6 +28,7 @@ import os
 import threading
 import weakref
 
+from ..algorithms import dnn_prefer_smallest_algorithms
 from . import _cudnn as C
 from ._cudnn import CudnnError, api
 
@@ -124,7 +126,9 @@ def set_max_workspace(nbytes):
 
 
 def max_workspace():
-    return _max_workspace
+    """The workspace cap in bytes: ``set_max_workspace``'s, or 0 while dlib's
+    ``set_dnn_prefer_smallest_algorithms()`` is in effect."""
+    return 0 if dnn_prefer_smallest_algorithms() else _max_workspace
 
 
 class WorkspaceUnavailable(MemoryError):

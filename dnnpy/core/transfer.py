@@ -7,53 +7,46 @@ dlib checks at compile time that the two subnets have the same structure: the sa
 templates with the same template arguments (``con_<16,5,5,1,1>``), or layer pairs that one
 can be constructed from the other (``affine_(bn_)``, ``multiply_(dropout_)``). Here the
 check runs before anything is changed and names the first layer that differs.
+
+Which pairs convert is declared by the classes themselves, as dlib's converting constructors
+are: a layer or input layer class lists in ``converts_from`` the classes its constructor
+builds it from (``affine_.converts_from = (bn_,)``: ``affine_(a_bn)``), so this module
+knows no layer by name and sits in ``core``, below the templates that use it for
+``net_type(net)``.
 """
 
 from __future__ import annotations
 
 import copy
 
-from ..core import add_layer, add_loss_layer, input_node, repeat_layer
-from ..core.nodes import net_node, subnet_wrapper, wrapper_state
-from ..inputs.base import input_rgb_image, rgb_averages
-from ..inputs.images import input_rgb_image_pair
-from ..layers.affine import affine_
-from ..layers.dropout import dropout_, multiply_
-from ..layers.norm import bn_
-from ..templates import layer_template
 from ..tensor import resizable_tensor
+from .add_layer import add_layer
+from .loss_node import add_loss_layer
+from .nodes import input_node, net_node, subnet_wrapper, wrapper_state
+from .repeat import repeat_layer
 
-__all__ = ["copy_subnet", "copy_net_as"]
+__all__ = ["copy_subnet", "copy_net_as", "converts"]
 
 
-def _convertible(src_cls, dst_cls) -> bool:
-    """Whether dlib builds a ``dst_cls`` layer from a ``src_cls`` one (its converting
-    constructors: ``affine_(const bn_&)``, ``multiply_(const dropout_&)``)."""
-    return (src_cls is dst_cls or (issubclass(dst_cls, affine_) and issubclass(src_cls, bn_))
-            or (issubclass(dst_cls, multiply_) and issubclass(src_cls, dropout_)))
+def converts(src_cls, dst_cls) -> bool:
+    """Whether a ``dst_cls`` layer (or input layer) is built from a ``src_cls`` one: the
+    same class, or a class listed in ``dst_cls.converts_from`` (dlib's converting
+    constructors: ``affine_(const bn_&)``, ``multiply_(const dropout_&)``, the RGB input
+    layers from one another). Only the exact class of a layer counts as "the same": a
+    subclass may hold other settings."""
+    return src_cls is dst_cls or issubclass(src_cls, tuple(getattr(dst_cls, "converts_from", ())))
 
 
 def _input_convertible(src_layer, dst_layer) -> bool:
-    """Whether dlib builds ``dst_layer``'s input type from ``src_layer``'s: the same type, or
-    dlib's converting constructors of ``input_rgb_image`` and ``input_rgb_image_pair`` from
-    the other RGB input layers (they copy the channel means), so that
-    ``loss_metric<backbone<input_rgb_image>> fnet(layer<5>(barlow_twins_net))`` works.
-    (dlib also builds ``input_rgb_image_sized`` from ``input_rgb_image``; not done here: the
-    size check would be silently dropped or added.)"""
-    if type(src_layer) is type(dst_layer):
-        return True
-    return (isinstance(src_layer, rgb_averages)
-            and type(dst_layer) in (input_rgb_image, input_rgb_image_pair))
+    return converts(type(src_layer), type(dst_layer))
 
 
 def _convert_details(src, dst_example):
-    """A copy of details ``src`` as the class of ``dst_example`` (deep copy, ``affine_(bn)``
-    or ``multiply_(dropout)``)."""
+    """A copy of details ``src`` as the class of ``dst_example``: a deep copy, or the
+    converting constructor (``affine_(bn)``, ``multiply_(dropout)``)."""
     if type(src) is type(dst_example):
         return copy.deepcopy(src)
-    if isinstance(dst_example, affine_):
-        return affine_(src)
-    return multiply_(src)
+    return type(dst_example)(src)
 
 
 def _signature(node):
@@ -61,9 +54,10 @@ def _signature(node):
     layer's dlib type (the arguments are None for a node not built from a net type)."""
     details = node.layer_details()
     nt = getattr(node, "net_type", None)
-    if nt is None or not isinstance(nt.template, layer_template):
+    fixed = getattr(getattr(nt, "template", None), "fixed", None)   # a layer template's
+    if fixed is None:
         return type(details), None, None
-    return type(details), tuple(sorted(nt.template.fixed.items())), nt.args
+    return type(details), tuple(sorted(fixed.items())), nt.args
 
 
 def _describe(node):
@@ -102,7 +96,7 @@ def _pairs(who, src, dst, index, out):
             return
         if isinstance(dst, (add_layer, add_loss_layer)):
             (sc, sf, sa), (dc, df, da) = _signature(src), _signature(dst)
-            if not _convertible(sc, dc):
+            if not converts(sc, dc):
                 raise differ()
             if sc is dc and None not in (sa, da) and (sf, sa) != (df, da):
                 raise differ(": different layer arguments")
