@@ -423,6 +423,17 @@ class resizable_tensor(tensor):
         """``set_size`` to ``t``'s shape."""
         return self.set_size(*t.shape)
 
+    def assign(self, values):
+        """``tensor.assign``, and, as dlib's ``resizable_tensor t; t = mat(m);``, a tensor or a
+        1- to 4-D array with another number of values first resizes this one to its shape
+        (missing trailing dimensions are 1)."""
+        arr = values.host_read() if isinstance(values, tensor) else np.asarray(values)
+        if arr.ndim != 0 and arr.size != self.size():
+            if not 1 <= arr.ndim <= 4:
+                raise ValueError(f"resizable_tensor.assign: expected a 1- to 4-D array, got shape {arr.shape}")
+            self.set_size(*(arr.shape + (1,) * (4 - arr.ndim)))
+        return super().assign(arr)
+
     def clear(self):
         """Free the memory; the tensor becomes empty."""
         self._storage = _storage(0)

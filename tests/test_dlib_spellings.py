@@ -466,3 +466,20 @@ def test_memcpy_between_tensors_and_alias_views():
     np.testing.assert_array_equal(t.numpy().ravel(), [0, 0, 0, 7, 7, 7])
     with pytest.raises(ValueError, match="must hold as many"):
         dnnpy.memcpy(t, src)
+
+
+def test_resizable_tensor_assign_resizes_as_dlibs_operator_equals():
+    """dlib's ``resizable_tensor t; t = matrix_cast<float>(m);``."""
+    t = dnnpy.resizable_tensor()
+    t.assign(np.arange(10.0).reshape(2, 5))
+    assert t.shape == (2, 5, 1, 1) and t.numpy().ravel().tolist() == list(range(10))
+    t.assign(np.zeros(10))                      # as many values: kept in the tensor's shape
+    assert t.shape == (2, 5, 1, 1)
+
+
+def test_integer_token_inputs():
+    """dlib's ``input<matrix<unsigned long,0,1>>`` (token ids) is ``input[np.uint64]``."""
+    t = loss_multiclass_log[fc[3, input[np.uint64]]]
+    assert dnnpy.net_type_from_string(repr(t)) is t
+    labels = t()([np.arange(6, dtype=np.uint64).reshape(6, 1)] * 2)
+    assert len(labels) == 2

@@ -419,7 +419,8 @@ class _input_template:
     """``input[np.float32]``, ``input[np.uint8]``: input layer types for 2-D arrays (dlib's
     ``input<matrix<T>>``); ``input[rgb_pixel]`` for RGB images without mean subtraction."""
 
-    _SUPPORTED = (np.uint8, np.float32, np.float64, np.int32, np.int64, np.uint16, np.int16, np.int8)
+    _SUPPORTED = (np.uint8, np.float32, np.float64, np.int32, np.int64, np.uint16, np.uint32, np.uint64,
+                  np.int16, np.int8)
     is_input_template = True  # the bracket-expression parser finds it by this flag and name
     name = "input"
 

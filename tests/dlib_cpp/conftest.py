@@ -35,3 +35,9 @@ def driver():
 def released_files_program():
     """released_files.cpp: writes files in the layouts of dlib's released models."""
     return _built("released_files", lambda b: b.build_program("released_files"))
+
+
+@pytest.fixture(scope="session")
+def linear_classifier_program():
+    """linear_classifier.cpp: dlib's own files of a multiclass_linear_decision_function."""
+    return _built("linear_classifier", lambda b: b.build_program("linear_classifier"))
