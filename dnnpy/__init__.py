@@ -38,7 +38,7 @@ from .templates import (NetType, SUBNET, layer_template, loss_template, repeat, 
                         skip_template, skip_templates, tag_template, tag_templates)
 from .spellings import alias
 from .tensor import (StaleTensorError, alias_tensor, default_dtype, have_same_dimensions,
-                     image_plane, memcpy, read_only_view, resizable_tensor, tensor)
+                     image_plane, is_same_object, memcpy, read_only_view, resizable_tensor, tensor)
 from .tensor_tools import backend_info, force_cpu, force_numpy, get_num_threads, set_num_threads, use_cuda
 from .tensor_tools.algorithms import (dnn_prefer_smallest_algorithms, set_dnn_prefer_fastest_algorithms,
                                       set_dnn_prefer_smallest_algorithms)
@@ -59,7 +59,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "tensor", "resizable_tensor", "alias_tensor", "read_only_view", "StaleTensorError",
-    "have_same_dimensions", "memcpy", "image_plane", "tensor_tools", "net_layers", "computational_nodes",
+    "have_same_dimensions", "is_same_object", "memcpy", "image_plane", "tensor_tools", "net_layers", "computational_nodes",
     "add_layer", "add_loss_layer", "add_tag_layer", "add_skip_layer", "repeat_layer", "layer",
     "input_layer", "repeat", "repeat_group", "alias", "SUBNET", "NetType", "net_type_from_string",
     "layer_template", "loss_template", "tag_template", "skip_template",

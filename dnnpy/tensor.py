@@ -29,7 +29,7 @@ import threading
 import numpy as np
 
 __all__ = ["tensor", "resizable_tensor", "alias_tensor", "read_only_view", "StaleTensorError",
-           "have_same_dimensions", "memcpy", "default_dtype", "image_plane"]
+           "have_same_dimensions", "is_same_object", "memcpy", "default_dtype", "image_plane"]
 
 _local = threading.local()
 
@@ -565,6 +565,16 @@ class alias_tensor:
 
     def __repr__(self):
         return f"alias_tensor{self._shape}"
+
+
+def is_same_object(a, b) -> bool:
+    """dlib's ``is_same_object(a, b)`` for tensors: the same tensor, or views of the same window
+    of the same memory (``layer(net, skip1).get_output()`` and ``layer(net, tag1).get_output()``
+    are two ``read_only_view`` objects of one buffer: the same object in dlib's sense)."""
+    if a is b:
+        return True
+    return (isinstance(a, tensor) and isinstance(b, tensor) and a._storage is b._storage
+            and a._offset == b._offset and a._shape == b._shape)
 
 
 def memcpy(dest, src):

@@ -483,3 +483,17 @@ def test_integer_token_inputs():
     assert dnnpy.net_type_from_string(repr(t)) is t
     labels = t()([np.arange(6, dtype=np.uint64).reshape(6, 1)] * 2)
     assert len(labels) == 2
+
+
+def test_is_same_object_sees_two_views_of_one_buffer():
+    """dlib's ``&layer<skip1>(net).get_output() == &layer<tag1>(net).get_output()``."""
+    net = relu[skip1[tag1[relu[input[np.float32]]]]]()
+    net(np.ones((1, 2, 2), np.float32))
+    a, b = layer(net, skip1).get_output(), layer(net, tag1).get_output()
+    assert a is not b and dnnpy.is_same_object(a, b)
+    assert not dnnpy.is_same_object(a, layer(net, 0).get_output())
+
+
+def test_operation_mode():
+    assert dnnpy.operation_mode.PLANE_WISE == dnnpy.tensor_tools.PLANE_WISE
+    assert repr(dnnpy.softmax_(dnnpy.operation_mode.PLANE_WISE)) == repr(dnnpy.softmaxm.make_details(()))

@@ -15,11 +15,19 @@ from ..printing import xml_num
 from ._serial import simple_serial
 from .base import computational_layer, fmt
 
-__all__ = ["softmax_", "softmax", "softmaxm", "softmax_all_", "softmax_all",
+__all__ = ["operation_mode", "softmax_", "softmax", "softmaxm", "softmax_all_", "softmax_all",
            "l2normalize_", "l2normalize", "CHANNEL_WISE", "PLANE_WISE"]
 
 _MODE_NAMES = {CHANNEL_WISE: "channel_wise", PLANE_WISE: "plane_wise"}
 
+
+
+class operation_mode:
+    """dlib's ``operation_mode`` enum (``softmax_<operation_mode::PLANE_WISE>``): the mode of
+    ``softmax_`` and of the plane-wise ops (``tt.softmax``, ``tt.gemm``)."""
+
+    CHANNEL_WISE = CHANNEL_WISE
+    PLANE_WISE = PLANE_WISE
 
 class softmax_(simple_serial, computational_layer):
     """CHANNEL_WISE (template ``softmax``): softmax over k at each (n, r, c).
