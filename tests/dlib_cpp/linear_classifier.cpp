@@ -1,4 +1,4 @@
-// Oracle for dnnpy.multiclass_linear_decision_function's files (tests/dlib_cpp/test_linear_classifier.py):
+// Oracle for dnnpy.multiclass_linear_decision_function's files (tests/dlib_cpp/test_dlib_linear_classifier_files.py):
 // dlib's own serialize/deserialize of multiclass_linear_decision_function<linear_kernel<...>, unsigned long>.
 //   linear_classifier write OUT     writes a fixed 3-class, 4-feature function (labels 0, 5, 9)
 //   linear_classifier read IN       reads one, then for each line of 4 numbers on stdin prints
