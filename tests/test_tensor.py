@@ -36,8 +36,11 @@ def test_set_size_copy_size_and_assign():
     assert u.shape == t.shape
     u.assign(np.arange(6).reshape(2, 3, 1, 1))
     assert u.host_read().dtype == np.float32 and u[1, 2, 0, 0] == 5
+    view = alias_tensor(2, 3)(u)                 # a view cannot change size
     with pytest.raises(ValueError, match=r"\(4,\).*\(2, 3, 1, 1\)"):
-        u.assign(np.zeros(4))
+        view.assign(np.zeros(4))
+    u.assign(np.zeros(4))                        # a resizable_tensor resizes, as dlib's t = mat(m)
+    assert u.shape == (4, 1, 1, 1)
     u.fill(2)
     assert np.all(np.asarray(u) == 2)
 
