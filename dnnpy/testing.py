@@ -9,6 +9,8 @@ For 10 random fake subnets it runs ``setup``, ``forward`` and ``backward`` and c
 * every data gradient against central differences, after subtracting the random values
   the subnet's gradient inputs held before ``backward`` (so a layer that overwrites instead
   of ADDING fails);
+* that ``forward`` leaves its subnet's outputs as they were ("forward changed the subnet's
+  output");
 * for in-place layers, that in-place and out-of-place runs agree (forward, and backward
   in its assign and add modes);
 * for a layer that asks ``sub.get_gradient_input_target()`` (the optional "assign when the
@@ -22,9 +24,9 @@ Derivatives are accumulated in float64.
 Step sizes. dlib sweeps the relative step ``base_eps`` over 1e-4, 2e-4, ... 0.0512 and then
 0.01, and the layer passes iff one of these runs passes. Here the same eleven values are
 tried best-first (in float32 the values that pass most often come first), which gives the
-same verdict with fewer runs: every run is independent of the others (the fake subnets and
-the parameters ``setup`` draws are reseeded for each), so the order cannot change which
-values pass. When none passes, the report is that of 0.01, as in dlib. As in dlib, the float32
+same verdict with fewer runs: every run is independent of the others (reseeded for each: as
+in dlib, every run sees the same fake subnets and the parameters ``setup`` draws are fresh
+for each step size), so the order cannot change which values pass. When none passes, the report is that of 0.01, as in dlib. As in dlib, the float32
 check is noisy for large layers: the step is relative to each parameter, so a parameter near
 zero gets a step that float32 rounding swamps; the float64 mode has no such noise and is the
 check to rely on there.
@@ -191,7 +193,8 @@ class _fake_subnet:
         self._levels = levels
         levels.append(self)
         self.output = resizable_tensor(*shape)
-        self.output.assign(rnd.standard_normal(shape))
+        self.drawn = rnd.standard_normal(shape)      # what the output must still hold
+        self.output.assign(self.drawn)
         self.gradient_input = resizable_tensor(*shape)
         self.gradient_input.assign(rnd.standard_normal(shape) * 0.01)
         self._sub = None
@@ -290,6 +293,22 @@ def _backward(layer, computed_output, gradient_input, sub, params_grad):
         layer.backward(gradient_input, sub, params_grad)
 
 
+def _check_inputs_kept(levels):
+    """dlib's layers only read ``sub.get_output()``: a forward that writes into it changes
+    what the layer below (and every finite difference) sees."""
+    for i, lv in enumerate(levels):
+        now = lv.output.host_read()
+        if now.shape == lv.drawn.shape and np.array_equal(now, lv.drawn.astype(now.dtype)):
+            continue
+        changed = (int(np.sum(now != lv.drawn.astype(now.dtype))) if now.shape == lv.drawn.shape
+                   else f"its shape to {now.shape}, all")
+        raise _failed(
+            f"forward changed the subnet's output (subnet level {i}{tuple(lv.drawn.shape)}: "
+            f"{changed} of {lv.drawn.size} values): a layer reads sub.get_output() and writes "
+            "only its `output` (in-place layers write through forward_inplace(input, output), "
+            "which the network calls with output as input when it can)\n")
+
+
 def _like(t, values):
     out = resizable_tensor()
     out.copy_size(t)
@@ -315,6 +334,7 @@ class _run:
     def __init__(self, layer, base_eps, tol, seed, input_shape, tagged_shape, draw):
         self.layer = layer
         self.base_eps = base_eps
+        self.step = EPS_VALUES.index(base_eps)
         self.tol = tol
         self.seed = seed
         self.input_shape = input_shape
@@ -371,13 +391,14 @@ class _run:
     def _iterations(self):
         layer, base_eps = self.layer, self.base_eps
         rnd = np.random.default_rng(self.seed)
-        self.prng = np.random.default_rng([self.seed, 0x7e57])   # the redrawn parameters
+        self.prng = np.random.default_rng([self.seed, 0x7e57, self.step])   # redrawn parameters
         for it in range(10):
             levels = []
             sub = _fake_subnet(rnd, levels, self.input_shape, self.tagged_shape)
             self.setup(layer, sub)
             output = resizable_tensor()
             returned = _forward(layer, sub, output)
+            _check_inputs_kept(levels)
             if output.size() == 0:
                 got = "" if returned is None else f" (it returned a {type(returned).__name__} instead)"
                 raise _failed(f"forward left `output` empty{got}: size it with "
@@ -601,8 +622,9 @@ def test_layer(layer, dtype=np.float32, seed=0, input_shape=None, tagged_shape=N
     runs = 0
     with default_dtype(dtype):
         for base_eps in order:
-            # each run is reseeded: its verdict does not depend on the order of the runs
-            with _parameter_seed(seed):
+            # each run is reseeded (its verdict does not depend on the order of the runs), with
+            # the same subnets and fresh parameters per step size, as dlib's runs
+            with _parameter_seed([seed, EPS_VALUES.index(base_eps)]):
                 run = _run(copy.deepcopy(layer), base_eps, tol, seed, input_shape, tagged_shape, draw)
                 result = run()
             runs += 1

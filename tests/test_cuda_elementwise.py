@@ -664,6 +664,39 @@ def test_affine_transforms(which, layout, seed, dtype):
 
 @cuda_test
 @DTYPES
+@LAYOUT
+@SEEDS
+@pytest.mark.parametrize("name", ["exp", "log", "log10"])
+def test_exp_log_log10(name, layout, seed, dtype):
+    def build(m):
+        shape = m.shape()
+        src = m.t(shape, 0.1, 3.0, alias=layout == "alias")
+        if layout == "inplace":
+            return src, src
+        return m.poisoned(shape, alias=layout == "alias"), src
+
+    _check(getattr(tt, name), build, dtype, seed)
+
+
+@cuda_test
+@DTYPES
+@SEEDS
+def test_affine_transform_rect(seed, dtype):
+    from dnnpy import rectangle
+
+    def build(m):
+        shape = m.shape()
+        cols = int(np.prod(shape[1:]))
+        left, right = sorted(int(v) for v in m.rng.integers(0, cols, 2))
+        top, bottom = sorted(int(v) for v in m.rng.integers(0, shape[0], 2))
+        srcs = [m.t(shape, alias=True) for _ in range(3)]
+        return (rectangle(left, top, right, bottom), m.t(shape, alias=True), *srcs, 2.0, -3.0, 0.5)
+
+    _check(tt.affine_transform, build, dtype, seed)
+
+
+@cuda_test
+@DTYPES
 @SEEDS
 @pytest.mark.parametrize("add_to", [False, True], ids=["assign", "add"])
 @pytest.mark.parametrize("form", ["scale", "sum"])

@@ -211,25 +211,6 @@ def test_batch_norm_matches_numpy(conv, shape, f):
         assert_close_scaled(g, w, 2e-5, what)
 
 
-def test_running_statistics_follow_dlibs_update_of_onednns_statistics():
-    """The running statistics are updated in float64 from the statistics oneDNN returns,
-    exactly as the numpy twin updates them from its own."""
-    shape, pshape, f, eps = (5, 3, 4, 4), (1, 3, 1, 1), 0.3, 1e-5
-    x = rand(*shape)
-    old_m, old_v = rand(*pshape), np.abs(rand(*pshape)) + 0.5
-    dest, means, invstds = (resizable_tensor(*s) for s in (shape, pshape, pshape))
-    rm, rv = T(old_m), T(old_v)
-    cpu.batch_normalize_conv(eps, dest, means, invstds, f, rm, rv, T(x), T(rand(*pshape)),
-                             T(rand(*pshape)))
-    m = means.numpy().astype(np.float64)
-    want_m = ((1 - f) * old_m.astype(np.float64) + f * m).astype(np.float32)
-    assert np.array_equal(rm.numpy(), want_m)
-    var = 1.0 / np.square(invstds.numpy().astype(np.float64)) - eps   # float32 invstd: ~1e-7
-    count = x.size // 3
-    want_v = (1 - f) * old_v.astype(np.float64) + f * var * count / (count - 1)
-    assert_close_scaled(rv.numpy(), want_v, 1e-6, "running_variances")
-
-
 # ---------------------------------------------------------------------------------------
 # gemm
 

@@ -38,6 +38,49 @@ def test_affine_transform(rng):
         tt.affine_transform(dest, T(a))
 
 
+def test_affine_transform_with_tensor_coefficients_names_the_op():
+    dest, src = resizable_tensor(2, 3), resizable_tensor(2, 3)
+    with pytest.raises(TypeError, match="affine_transform_tensors"):
+        tt.affine_transform(dest, src, resizable_tensor(2, 3), resizable_tensor(2, 3))
+
+
+def test_affine_transform_rect_assigns_only_inside_the_rectangle(rng):
+    from dnnpy import rectangle
+    n, k, r, c = 3, 2, 2, 2                                  # matrix view: 3 x 8
+    a, b, d = (rng.standard_normal((n, k, r, c)) for _ in range(3))
+    dest, src1, src2, src3 = T(np.full((n, k, r, c), 5.0)), T(a), T(b), T(d)
+    tt.affine_transform(rectangle(2, 1, 6, 2), dest, src1, src2, src3, 2, 3, -1)   # l, t, r, b
+    want = np.full((3, 8), 5.0)
+    m = lambda x: x.reshape(3, 8)[1:3, 2:7]
+    want[1:3, 2:7] = 2 * m(a) + 3 * m(b) - m(d)
+    np.testing.assert_allclose(np.asarray(dest).reshape(3, 8), want, rtol=1e-6, atol=1e-6)
+    tt.affine_transform(rectangle(), dest, src1, src2, src3, 1, 1, 1)   # empty: nothing
+    np.testing.assert_allclose(np.asarray(dest).reshape(3, 8), want, rtol=1e-6, atol=1e-6)
+    tt.affine_transform(rectangle(0, 0, 7, 2), src1, src1, src2, src3, 1, 0, 0)   # in place
+    np.testing.assert_array_equal(np.asarray(src1), a.astype(np.float32))
+    with pytest.raises(ValueError, match=r"rect \[left 0, top 0, right 8, bottom 2\].*3x8"):
+        tt.affine_transform(rectangle(0, 0, 8, 2), dest, src1, src2, src3, 1, 1, 1)
+    with pytest.raises(ValueError, match=r"src2\(2, 12, 1, 1\).*num_samples of dest\(3, 2, 2, 2\)"):
+        tt.affine_transform(rectangle(0, 0, 1, 1), dest, src1, resizable_tensor(2, 12), src3, 1, 1, 1)
+
+
+@pytest.mark.parametrize("name", ["exp", "log", "log10"])
+def test_exp_log_log10_assign_and_work_in_place(name, rng):
+    ref = getattr(np, name)
+    x = rng.uniform(0.5, 3.0, (2, 3, 4, 1)).astype(np.float32).astype(np.float64)
+    dest = T(np.full((6, 4), np.nan))                        # same size, other dimensions
+    op = getattr(tt, name)
+    op(dest, T(x))
+    assert dest.shape == (6, 4, 1, 1)
+    # against float64 of the same float32 inputs: float32 exp/log are within 2 ulps (2.4e-7)
+    np.testing.assert_allclose(np.asarray(dest).ravel(), ref(x).ravel(), rtol=2.4e-7)
+    src = T(x)
+    op(src, src)
+    np.testing.assert_allclose(np.asarray(src).ravel(), ref(x).ravel(), rtol=2.4e-7)
+    with pytest.raises(ValueError, match=rf"{name}: dest\(2, 3, 1, 1\) and src\(2, 3, 4, 1\)"):
+        op(resizable_tensor(2, 3), T(x))
+
+
 @pytest.mark.parametrize("ta", [False, True])
 @pytest.mark.parametrize("tb", [False, True])
 def test_gemm(ta, tb, rng):

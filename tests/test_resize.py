@@ -79,6 +79,29 @@ def test_strided_windows(rng):
     assert np.all(got[mask] == 7.0)
 
 
+def test_strided_forms_in_dlibs_positional_order_agree(rng):
+    """dlib's ``resize_bilinear(dest, drs, dcs, src, srs, scs)`` = the keyword form; the same
+    for the gradient (grad, its strides, gradient_input, its strides)."""
+    src = _tensor(rng.standard_normal((1, 2, 5, 6)))
+    a, b = (_tensor(np.full((1, 2, 6, 7), 7.0)) for _ in range(2))
+    tt.resize_bilinear(alias_tensor(1, 2, 4, 4)(a, 3), 7, 42, alias_tensor(1, 2, 3, 4)(src), 6, 30)
+    tt.resize_bilinear(alias_tensor(1, 2, 4, 4)(b, 3), alias_tensor(1, 2, 3, 4)(src),
+                       dest_row_stride=7, dest_channel_stride=42, src_row_stride=6,
+                       src_channel_stride=30)
+    assert np.array_equal(np.asarray(a), np.asarray(b)) and not np.all(np.asarray(a) == 7)
+    g1, g2 = (_tensor(np.zeros((1, 2, 5, 6))) for _ in range(2))
+    gi = alias_tensor(1, 2, 4, 4)(a, 3)
+    tt.resize_bilinear_gradient(alias_tensor(1, 2, 3, 4)(g1), 6, 30, gi, 7, 42)
+    tt.resize_bilinear_gradient(alias_tensor(1, 2, 3, 4)(g2), gi, grad_row_stride=6,
+                                grad_channel_stride=30, gradient_input_row_stride=7,
+                                gradient_input_channel_stride=42)
+    assert np.array_equal(np.asarray(g1), np.asarray(g2)) and np.asarray(g1).any()
+    with pytest.raises(TypeError, match="resize_bilinear.*dlib's strided"):
+        tt.resize_bilinear(a, 7, src)
+    with pytest.raises(TypeError, match="given both"):
+        tt.resize_bilinear(a, 7, 42, src, 6, 30, dest_row_stride=7)
+
+
 def test_errors_name_the_op():
     with pytest.raises(ValueError, match="resize_bilinear"):
         tt.resize_bilinear(resizable_tensor(2, 3, 4, 4), resizable_tensor(2, 2, 4, 4))

@@ -243,6 +243,43 @@ class _no_super_init_(computational_layer):
         pass
 
 
+class _writes_its_input_(_scale_by_two_):
+    def forward(self, sub, output):
+        super().forward(sub, output)
+        sub.get_output().host()[0, 0, 0, 0] = 0           # BUG: the subnet's output changed
+
+
+def test_forward_changing_its_input_is_named():
+    result = test_layer(_writes_its_input_())
+    assert not result
+    assert "forward changed the subnet's output (subnet level 0(" in result.log
+    assert ": 1 of " in result.log
+
+
+class _records_setups_(_channel_scale_):
+    """Fails every run at its first parameter check (incomplete params_grad), so each of the
+    eleven runs makes one setup; records what each setup saw and drew."""
+
+    def setup(self, sub):
+        super().setup(sub)
+        type(self).seen.append((sub.get_output().host_read().copy(),
+                                self.get_layer_params().host_read().copy()))
+
+
+def test_parameters_are_fresh_for_each_step_size():
+    """dlib's runs share their fake subnets and draw new parameters at every setup (its
+    layers seed from std::rand()); so do dnnpy's, per step size, reproducibly."""
+    _records_setups_.seen = []
+    assert not test_layer(_records_setups_(incomplete=True), randomize_params=False)
+    first = _records_setups_.seen
+    assert len(first) == 11
+    assert all(np.array_equal(x, first[0][0]) for x, _ in first)            # same subnets
+    assert len({p.tobytes() for _, p in first}) == 11                         # fresh parameters
+    _records_setups_.seen = []
+    test_layer(_records_setups_(incomplete=True), randomize_params=False)
+    assert all(np.array_equal(p, q) for (_, p), (_, q) in zip(first, _records_setups_.seen))
+
+
 def test_forward_leaving_output_empty_is_named():
     result = test_layer(_returns_its_output_())
     assert not result

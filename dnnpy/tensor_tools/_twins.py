@@ -17,7 +17,7 @@ __all__ = ["TWIN_OPS", "twin_ops", "join_modules"]
 
 TWIN_OPS = {
     "ops": ("add", "assign_conv_bias_gradient", "assign_bias_gradient", "gemm", "affine_transform",
-            "relu", "relu_gradient", "dot"),
+            "affine_transform_rect", "relu", "relu_gradient", "dot", "exp", "log", "log10"),
     "solver": ("affine_transform_range", "compute_adam_update"),
     "resize": ("resize_bilinear", "resize_bilinear_gradient"),
     "activations": (

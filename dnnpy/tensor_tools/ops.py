@@ -1,6 +1,7 @@
-"""The core dispatchers: element-wise ``add`` and ``affine_transform``, ``gemm`` (channel- and
-plane-wise), the bias gradients, ``dot``, and ``relu`` with its gradient (twins:
-``cpu/ops.py``, ``cuda/ops.py``). Each docstring is the op's contract."""
+"""The core dispatchers: element-wise ``add``, ``affine_transform`` (and its rectangle form),
+``exp``/``log``/``log10``, ``gemm`` (channel- and plane-wise), the bias gradients, ``dot``, and
+``relu`` with its gradient (twins: ``cpu/ops.py``, ``cuda/ops.py``). Each docstring is the
+op's contract."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from .backend import _backend, _broadcastable, _check_tensors, _same_dims
 from .softmax_family import CHANNEL_WISE, PLANE_WISE
 
 __all__ = ["add", "affine_transform", "assign_bias_gradient", "assign_conv_bias_gradient", "dot",
-           "gemm", "relu", "relu_gradient"]
+           "exp", "gemm", "log", "log10", "relu", "relu_gradient"]
 
 
 # ----------------------------------------------------------------------------------------
@@ -41,16 +42,37 @@ def add(*args):
     _backend().add(beta, dest, alpha, src)
 
 
-def affine_transform(dest, *args):
+def affine_transform(*args):
     """``dest = A*src1 [+ B*src2 [+ C*src3]] [+ constant]`` element-wise (dlib's scalar
     overloads): ``affine_transform(dest, src, A, B)`` is ``A*src + B``;
     ``affine_transform(dest, s1, s2, A, B[, C])`` is ``A*s1 + B*s2 [+ C]``; and so on.
 
     Requires: all tensors have dest's dimensions; the number of scalars is the number of
     sources or one more (the constant). Ensures: dest is assigned (may alias a source).
+
+    ``affine_transform(rect, dest, src1, src2, src3, A, B, C)`` (dlib's rectangle overload)
+    assigns ``A*src1 + B*src2 + C*src3`` inside ``rect`` only, on the tensors' dlib matrix
+    view (``num_samples`` rows of ``size/num_samples`` columns); the rest of dest is kept.
+    Requires: the four tensors have dest's size and ``num_samples``; rect (any object with
+    dlib's ``left()``, ``top()``, ``right()``, ``bottom()``, inclusive) lies inside that matrix.
+
+    Tensor coefficients (``A``, ``B`` as tensors) are ``affine_transform_tensors`` (dlib's
+    overload of the same name) and ``affine_transform_conv`` (per channel).
     """
+    if args and not isinstance(args[0], tensor) and hasattr(args[0], "left"):
+        _affine_transform_rect(*args)
+        return
+    if not args or not isinstance(args[0], tensor):
+        raise TypeError("affine_transform(dest, src1[, src2[, src3]], A[, B[, C]][, constant]) or "
+                        "affine_transform(rect, dest, src1, src2, src3, A, B, C): "
+                        f"the first argument is {type(args[0]).__name__ if args else 'missing'}")
+    dest, args = args[0], args[1:]
     srcs = [a for a in args if isinstance(a, tensor)]
     coeffs = [a for a in args if not isinstance(a, tensor)]
+    if not coeffs and len(srcs) in (2, 3):
+        raise TypeError("affine_transform(dest, src, A, B) with tensors A and B is "
+                        "tt.affine_transform_tensors(dest, src, A, B) (or tt.affine_transform_conv "
+                        "for one coefficient per channel)")
     if not srcs or args[:len(srcs)] != tuple(srcs) or len(coeffs) not in (len(srcs), len(srcs) + 1):
         raise TypeError(
             "affine_transform(dest, src1[, src2[, src3]], A[, B[, C]][, constant]): "
@@ -58,6 +80,52 @@ def affine_transform(dest, *args):
     _same_dims("affine_transform", dest=dest, **{f"src{i + 1}": s for i, s in enumerate(srcs)})
     constant = coeffs[len(srcs)] if len(coeffs) > len(srcs) else 0.0
     _backend().affine_transform(dest, srcs, [float(c) for c in coeffs[:len(srcs)]], float(constant))
+
+
+def _affine_transform_rect(rect, dest, src1, src2, src3, A, B, C):
+    _check_tensors("affine_transform", dest=dest, src1=src1, src2=src2, src3=src3)
+    bad = {n: t for n, t in (("src1", src1), ("src2", src2), ("src3", src3))
+           if t.size() != dest.size() or t.num_samples() != dest.num_samples()}
+    if bad:
+        shapes = ", ".join(f"{n}{t.shape}" for n, t in bad.items())
+        raise ValueError(f"affine_transform(rect, ...): {shapes} must have the size and "
+                         f"num_samples of dest{dest.shape}")
+    rows = dest.num_samples()
+    cols = dest.size() // rows if rows else 0
+    left, top, right, bottom = (int(v) for v in (rect.left(), rect.top(), rect.right(),
+                                                 rect.bottom()))
+    if right < left or bottom < top:    # an empty rectangle: nothing to assign
+        return
+    if left < 0 or top < 0 or right >= cols or bottom >= rows:
+        raise ValueError(f"affine_transform(rect, ...): rect [left {left}, top {top}, right "
+                         f"{right}, bottom {bottom}] is not inside dest's {rows}x{cols} matrix "
+                         f"(dest{dest.shape})")
+    window = (slice(top, bottom + 1), slice(left, right + 1))
+    _backend().affine_transform_rect(window, dest, src1, src2, src3, float(A), float(B), float(C))
+
+
+def _pointwise(name, dest, src):
+    _check_tensors(name, dest=dest, src=src)
+    if dest.size() != src.size():
+        raise ValueError(f"{name}: dest{dest.shape} and src{src.shape} must have the same size")
+    getattr(_backend(), name)(dest, src)
+
+
+def exp(dest, src):
+    """``dest = exp(src)`` element-wise (dlib's ``tt::exp``). Requires: ``dest.size() ==
+    src.size()`` (the dimensions may differ). dest may be src (in place)."""
+    _pointwise("exp", dest, src)
+
+
+def log(dest, src):
+    """``dest = log(src)`` element-wise, natural logarithm (dlib's ``tt::log``); as ``exp``.
+    A value <= 0 gives -inf or NaN, as numpy's and CUDA's ``log``."""
+    _pointwise("log", dest, src)
+
+
+def log10(dest, src):
+    """``dest = log10(src)`` element-wise (dlib's ``tt::log10``); as ``log``."""
+    _pointwise("log10", dest, src)
 
 
 def gemm(beta, dest, alpha, lhs, trans_lhs, rhs, trans_rhs, mode=CHANNEL_WISE):

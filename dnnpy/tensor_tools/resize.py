@@ -8,6 +8,7 @@ image pyramid built here matches dlib's to the last bit or so.
 
 from __future__ import annotations
 
+from ..tensor import tensor
 from .backend import _backend, _check_tensors
 
 __all__ = ["resize_bilinear", "resize_bilinear_gradient"]
@@ -35,15 +36,40 @@ def _check_strides(op, name, t, row_stride, channel_stride):
     return row_stride, channel_stride
 
 
-def resize_bilinear(dest, src, dest_row_stride=None, dest_channel_stride=None,
+def _dlib_order(op, names, first, args, strides):
+    """dlib's strided overloads put each tensor before its own strides,
+    ``op(a, a_row_stride, a_channel_stride, b, b_row_stride, b_channel_stride)``; dnnpy's
+    keyword form is ``op(a, b, a_row_stride=..., ...)``. Returns ``(b, strides)`` for either."""
+    if len(args) == 5 and isinstance(args[2], tensor) and not isinstance(args[0], tensor):
+        if any(v is not None for v in strides):
+            raise TypeError(f"{op}: strides given both in dlib's positional order and as keywords")
+        return args[2], (args[0], args[1], args[3], args[4])
+    if not args or not isinstance(args[0], tensor):
+        raise TypeError(f"{op}({names[0]}, {names[1]}[, strides]) or dlib's strided "
+                        f"{op}({names[0]}, {names[0]}_row_stride, {names[0]}_channel_stride, "
+                        f"{names[1]}, {names[1]}_row_stride, {names[1]}_channel_stride): got "
+                        f"{first.__class__.__name__} then {[type(a).__name__ for a in args]}")
+    given = list(args[1:]) + [None] * (5 - len(args))
+    if len(args) > 5 or any(g is not None and v is not None for g, v in zip(given, strides)):
+        raise TypeError(f"{op}: too many arguments, or a stride given twice")
+    return args[0], tuple(g if g is not None else v for g, v in zip(given, strides))
+
+
+def resize_bilinear(dest, *args, dest_row_stride=None, dest_channel_stride=None,
                     src_row_stride=None, src_channel_stride=None):
     """Every ``(n, k)`` plane of ``src`` bilinearly resized (align corners) into the plane of
-    ``dest``.
+    ``dest``: ``resize_bilinear(dest, src)``.
 
     Requires: dest and src distinct, same num_samples and k. The optional strides are dlib's
-    strided overload (see ``_check_strides``): the planes are windows of larger images.
+    strided overload (see ``_check_strides``): the planes are windows of larger images;
+    ``resize_bilinear(dest, src, dest_row_stride=, dest_channel_stride=, src_row_stride=,
+    src_channel_stride=)``, or dlib's positional order ``resize_bilinear(dest,
+    dest_row_stride, dest_channel_stride, src, src_row_stride, src_channel_stride)``.
     Ensures: dest is assigned.
     """
+    src, (dest_row_stride, dest_channel_stride, src_row_stride, src_channel_stride) = _dlib_order(
+        "resize_bilinear", ("dest", "src"), dest, args,
+        (dest_row_stride, dest_channel_stride, src_row_stride, src_channel_stride))
     _check_tensors("resize_bilinear", dest=dest, src=src)
     if dest is src or dest.num_samples() != src.num_samples() or dest.k() != src.k():
         raise ValueError(f"resize_bilinear: dest{dest.shape} and src{src.shape} must be distinct "
@@ -53,13 +79,20 @@ def resize_bilinear(dest, src, dest_row_stride=None, dest_channel_stride=None,
     _backend().resize_bilinear(dest, ds[0], ds[1], src, ss[0], ss[1])
 
 
-def resize_bilinear_gradient(grad, gradient_input, grad_row_stride=None, grad_channel_stride=None,
+def resize_bilinear_gradient(grad, *args, grad_row_stride=None, grad_channel_stride=None,
                              gradient_input_row_stride=None, gradient_input_channel_stride=None):
-    """The gradient of ``f(SRC) = dot(gradient_input, resize_bilinear(SRC))`` ADDED to grad.
+    """The gradient of ``f(SRC) = dot(gradient_input, resize_bilinear(SRC))`` ADDED to grad:
+    ``resize_bilinear_gradient(grad, gradient_input)``.
 
     Requires: distinct tensors, same num_samples and k; gradient_input has the resized
-    planes' shape, grad the source planes' shape. Optional strides as in ``resize_bilinear``.
+    planes' shape, grad the source planes' shape. Optional strides as in ``resize_bilinear``
+    (keywords, or dlib's order: grad, its two strides, gradient_input, its two strides).
     """
+    gradient_input, (grad_row_stride, grad_channel_stride, gradient_input_row_stride,
+                     gradient_input_channel_stride) = _dlib_order(
+        "resize_bilinear_gradient", ("grad", "gradient_input"), grad, args,
+        (grad_row_stride, grad_channel_stride, gradient_input_row_stride,
+         gradient_input_channel_stride))
     _check_tensors("resize_bilinear_gradient", grad=grad, gradient_input=gradient_input)
     if (grad is gradient_input or grad.num_samples() != gradient_input.num_samples()
             or grad.k() != gradient_input.k()):

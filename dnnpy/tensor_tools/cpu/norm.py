@@ -88,18 +88,12 @@ def _bn_train(conv, eps, dest, means, invstds, f, running_means, running_varianc
 
 def batch_normalize(eps, dest, means, invstds, averaging_factor, running_means,
                     running_variances, src, gamma, beta):
-    if onednn.batch_normalize(eps, dest, means, invstds, averaging_factor, running_means,
-                              running_variances, src, gamma, beta):
-        return
     _bn_train(False, eps, dest, means, invstds, averaging_factor, running_means,
               running_variances, src, gamma, beta)
 
 
 def batch_normalize_conv(eps, dest, means, invstds, averaging_factor, running_means,
                          running_variances, src, gamma, beta):
-    if onednn.batch_normalize_conv(eps, dest, means, invstds, averaging_factor, running_means,
-                                   running_variances, src, gamma, beta):
-        return
     _bn_train(True, eps, dest, means, invstds, averaging_factor, running_means,
               running_variances, src, gamma, beta)
 

@@ -130,6 +130,35 @@ def affine_transform(dest, srcs, coeffs, constant):
     dest.host()[...] = result
 
 
+def affine_transform_rect(window, dest, src1, src2, src3, A, B, C):
+    """``window`` (row and column slices of the ``num_samples x size/num_samples`` matrix
+    views) of dest is assigned ``A*src1 + B*src2 + C*src3``; the rest of dest is kept."""
+    n = dest.num_samples()
+    a, b, c = (s.host_read().reshape(n, -1)[window] for s in (src1, src2, src3))
+    result = A * a
+    result += B * b
+    result += C * c
+    dest.host().reshape(n, -1)[window] = result
+
+
+def _pointwise(ufunc, dest, src):
+    s = src.host_read()
+    out = dest.host()
+    ufunc(s.reshape(out.shape), out=out)
+
+
+def exp(dest, src):
+    _pointwise(np.exp, dest, src)
+
+
+def log(dest, src):
+    _pointwise(np.log, dest, src)
+
+
+def log10(dest, src):
+    _pointwise(np.log10, dest, src)
+
+
 def relu(dest, src):
     # numpy even where oneDNN is active: one pass that keeps NaN (oneDNN's ReLU maps NaN
     # to 0, and checking the input first costs as much as this maximum)

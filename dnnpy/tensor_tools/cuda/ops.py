@@ -219,6 +219,32 @@ def affine_transform(dest, srcs, coeffs, constant):
         _affine3(arrays[0], arrays[1], arrays[2], k[0], k[1], k[2], c, out)
 
 
+def affine_transform_rect(window, dest, src1, src2, src3, A, B, C):
+    n = dest.num_samples()
+    a, b, c = (_src(dest, s).reshape(n, -1)[window] for s in (src1, src2, src3))
+    out = dest.device()     # read and written: only the window is assigned
+    k = [_scalar(out, x) for x in (A, B, C)]
+    _affine3(a, b, c, k[0], k[1], k[2], _scalar(out, 0), out.reshape(n, -1)[window])
+
+
+def _pointwise(ufunc, dest, src):
+    s = _src(dest, src)
+    out = dest.device_write_only()
+    ufunc(s.reshape(out.shape), out=out)
+
+
+def exp(dest, src):
+    _pointwise(cupy.exp, dest, src)
+
+
+def log(dest, src):
+    _pointwise(cupy.log, dest, src)
+
+
+def log10(dest, src):
+    _pointwise(cupy.log10, dest, src)
+
+
 def relu(dest, src):
     s = _src(dest, src)
     cupy.maximum(s, _scalar(s, 0), out=dest.device_write_only())  # NaN propagates, as numpy

@@ -25,12 +25,10 @@ __all__ = ["conv_forward", "conv_backward_data", "conv_backward_filters", "activ
            "get_num_threads", "isa_name"]
 
 # the non-conv ops (eltwise, pooling, bnorm, matmul)
-from .bnorm import (batch_normalize, batch_normalize_conv, batch_normalize_conv_gradient,
-                    batch_normalize_gradient)
+from .bnorm import batch_normalize_conv_gradient, batch_normalize_gradient
 from .eltwise import relu_gradient
 from .matmul import gemm
 from .pooling import pooling_backward, pooling_forward
 
-__all__ += ["relu_gradient", "pooling_forward", "pooling_backward", "batch_normalize",
-            "batch_normalize_conv", "batch_normalize_gradient", "batch_normalize_conv_gradient",
-            "gemm"]
+__all__ += ["relu_gradient", "pooling_forward", "pooling_backward", "batch_normalize_gradient",
+            "batch_normalize_conv_gradient", "gemm"]
