@@ -32,3 +32,9 @@ class FileOverrideWarning(UserWarning):
     """A file gave a layer other template arguments than the net type declared (``fc[16, ...]``
     declared, 32 outputs in the file): the net takes the file's values, as dlib does, and
     ``net.net_type`` reports them."""
+
+
+class ThreadSettingWarning(RuntimeWarning):
+    """A thread-pool setting dnnpy chose could not take effect (libgomp was loaded, by torch
+    for instance, before dnnpy could set its wait policy): the message names the variable,
+    the value in force, its effect and the remedy. Given once per process."""

@@ -4,6 +4,10 @@ import sys
 import numpy as np
 import pytest
 
+# dnnpy before any test module's torch: its OpenMP wait policy (dnnpy/tensor_tools/wait_policy.py)
+# must be in the environment before libgomp loads, or the suite spins on a busy machine
+import dnnpy  # noqa: F401,E402
+
 sys.path.insert(0, os.path.dirname(__file__))
 
 

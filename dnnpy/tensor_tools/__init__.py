@@ -13,6 +13,11 @@ Conventions, as in dlib: destination first, then inputs, then an explicit
 
 from __future__ import annotations
 
+# first: the OpenMP wait policy must be in the environment before anything loads libgomp
+from .wait_policy import apply_default as _apply_wait_policy
+
+_apply_wait_policy()
+
 from ._twins import join_modules as _join_modules
 from .backend import backend_name, force_cpu, use_cuda
 from .cpu.onednn import force_numpy

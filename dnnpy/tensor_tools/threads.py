@@ -15,7 +15,11 @@ Why one knob: the two pools are separate, and on a small machine the hand-off be
 is where time is lost. After a multi-threaded OpenBLAS call its worker busy-waits about 0.1 s
 (``OPENBLAS_THREAD_TIMEOUT``, 2^28 cycles by default) and starves oneDNN's threads
 (``bench/threads.py`` measures it; ``OPENBLAS_THREAD_TIMEOUT=4`` in the environment before
-numpy loads cuts the spin). dnnpy sets no environment variable itself.
+numpy loads cuts the spin).
+
+How the OpenMP threads wait between ops is ``wait_policy.py``'s: dnnpy's default is
+``OMP_WAIT_POLICY=PASSIVE`` (set at import when the user set no policy), because libgomp's
+spinning threads collapse the speed of a machine whose cores other programs also use.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import warnings
 
 # importing the oneDNN path never loads the library (it decides at the first op)
 from .cpu import onednn as _onednn
+from .wait_policy import wait_policy_info
 
 __all__ = ["set_num_threads", "get_num_threads", "threads_info"]
 
@@ -92,14 +97,28 @@ def get_num_threads():
     return max(counts) if counts else (os.cpu_count() or 1)
 
 
+def _counts_chosen_by():
+    if _state["requested"] is not None:
+        return f"set_num_threads({_state['requested']})"
+    env = [f"{v}={os.environ[v]}" for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+           if v in os.environ]
+    if env:
+        return "the environment (" + ", ".join(env) + ")"
+    return "the libraries' default (one thread per CPU this process may use)"
+
+
 def threads_info() -> dict:
     """What ``backend_info()["threads"]`` holds: ``requested`` (the last ``set_num_threads``
-    count or None), ``blas`` (one dict per BLAS library loaded: ``library``, ``version``,
+    count or None), ``chosen_by`` (who set the thread counts: ``set_num_threads``, the
+    environment's ``OMP_NUM_THREADS`` / ``OPENBLAS_NUM_THREADS``, or the libraries' default),
+    ``wait_policy`` (``wait_policy_info()``: the OpenMP wait setting in force, who chose it,
+    whether dnnpy's default took effect and why not), ``blas`` (one dict per BLAS library loaded: ``library``, ``version``,
     ``num_threads``, ``threading_layer``, ``filepath``; None without threadpoolctl), ``openmp``
     (the OpenMP runtimes threadpoolctl sees, same fields), ``onednn`` (oneDNN's OpenMP thread
     count, None when the oneDNN path is absent) and ``reason`` (why the BLAS pool cannot be
     limited, or None)."""
-    info = {"requested": _state["requested"], "blas": None, "openmp": None,
+    info = {"requested": _state["requested"], "chosen_by": _counts_chosen_by(),
+            "wait_policy": wait_policy_info(), "blas": None, "openmp": None,
             "onednn": _onednn.get_num_threads(), "reason": None}
     tpc = _threadpoolctl()
     if tpc is None:
@@ -130,6 +149,10 @@ def threads_report(info) -> list:
             lines.append(f"  BLAS: {p['library']}{version}{layer}{count}")
     if info["onednn"] is not None:
         lines.append(f"  oneDNN (OpenMP): {info['onednn']} thread{'' if info['onednn'] == 1 else 's'}")
-    if info["requested"] is not None:
-        lines.append(f"  set_num_threads({info['requested']}) in force")
+    if info.get("chosen_by"):
+        lines.append(f"  thread counts chosen by {info['chosen_by']}")
+    wait = info.get("wait_policy")
+    if wait:
+        why = f" (not applied: {wait['reason']})" if not wait["applied"] else ""
+        lines.append(f"  OpenMP wait: {wait['setting']}, chosen by {wait['chosen_by']}{why}")
     return lines

@@ -13,6 +13,8 @@ import warnings
 
 import numpy as np
 
+from ....errors import ThreadSettingWarning
+from ...wait_policy import warning_for_onednn
 from . import _api
 from . import _primitive as P
 from ._loader import OnednnNotFoundError
@@ -90,6 +92,9 @@ def _decide():
         warnings.warn(f"dnnpy: oneDNN is not used: {warn}. The CPU twin runs numpy only; set "
                       "DNNPY_DISABLE_ONEDNN=1 to silence this warning.", RuntimeWarning,
                       stacklevel=5)
+    spinning = warning_for_onednn() if usable else None
+    if spinning is not None:
+        warnings.warn(spinning, ThreadSettingWarning, stacklevel=5)
 
 
 def available() -> bool:
