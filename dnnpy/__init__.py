@@ -17,7 +17,7 @@ by ``dnnpy.test_layer``.
 from . import tensor_tools
 from .core import (add_layer, add_loss_layer, add_skip_layer, add_tag_layer, input_layer, layer,
                    computational_nodes, net_layers, repeat_layer)
-from .errors import EvaluationWarning, FileOverrideWarning, SerializationError
+from .errors import EvaluationWarning, FileOverrideWarning, SerializationError, ThreadSettingWarning
 from .datasets import load_cifar_10_dataset, load_digits, load_mnist_dataset
 from .linear_classifier import (auto_train_multiclass_linear_classifier,
                                 multiclass_linear_decision_function)
@@ -66,7 +66,7 @@ __all__ = [
     "test_layer", "layer_test_results", "test_loss", "loss_test_results", "force_cpu", "force_numpy", "use_cuda", "backend_info", "set_num_threads",
     "set_dnn_prefer_smallest_algorithms", "set_dnn_prefer_fastest_algorithms",
     "dnn_prefer_smallest_algorithms",
-    "get_num_threads", "SerializationError", "EvaluationWarning", "FileOverrideWarning", "sgd", "adam", "make_solvers", "load_mnist_dataset", "load_cifar_10_dataset",
+    "get_num_threads", "SerializationError", "EvaluationWarning", "FileOverrideWarning", "ThreadSettingWarning", "sgd", "adam", "make_solvers", "load_mnist_dataset", "load_cifar_10_dataset",
     "auto_train_multiclass_linear_classifier", "multiclass_linear_decision_function",
     "load_digits", "default_dtype",
     "serialize", "deserialize", "load", "serialize_objects", "deserialize_objects", "to_bytes",

@@ -113,3 +113,28 @@ def test_libgomp_loaded_before_dnnpy_warns_once():
     assert "OMP_WAIT_POLICY=PASSIVE" in err and "GOMP_SPINCOUNT=300000" in err
     assert "Import dnnpy before torch" in err
     assert "'applied': False" in out
+
+
+@needs_onednn
+@pytest.mark.parametrize("scale, serial", [(0.25, True), (2, False)])
+def test_small_primitives_run_on_one_thread(scale, serial):
+    """Under SERIAL_WORK a primitive is created and run with one OpenMP thread (no parallel
+    region to wake the sleeping pool for); the pool's size is restored after each call and
+    the result is the same."""
+    import numpy as np
+    import dnnpy.tensor_tools as tt
+    from dnnpy.tensor_tools.cpu.onednn import _primitive as P
+    from dnnpy.tensor_tools.cpu.onednn import eltwise
+    n = int(P.SERIAL_WORK * scale)
+    rng = np.random.default_rng(0)
+    d, gi = (rng.standard_normal(n).astype(np.float32) for _ in range(2))
+    dest, grad_in, grad = (dnnpy.resizable_tensor(n) for _ in range(3))
+    dest.assign(d)
+    grad_in.assign(gi)
+    grad.assign(np.ones(n, np.float32))
+    before = P.gomp().omp_get_max_threads()
+    tt.relu_gradient(grad, dest, grad_in)
+    assert P.gomp().omp_get_max_threads() == before
+    prim = eltwise._cache.get(("relu_gradient", n), None)
+    assert prim is not None and prim.serial is serial
+    np.testing.assert_array_equal(grad.numpy().ravel(), 1 + gi * (d > 0))

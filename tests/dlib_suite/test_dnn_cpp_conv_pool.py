@@ -103,7 +103,9 @@ def test_conv():
         # dlib's 1e-3 of the largest output); the data gradient sums at most 5*6*6 products
         # (< 180: error ~1e-5 against dlib's absolute 1e-3); the filter gradient sums up to
         # 5*25*25 = 3125 products (< 800): oneDNN's float32 sums are off by up to 6e-4 here
-        # (data(5,5,24,23), filters(2,5,1,6): 1.1e-6 of 554), against dlib's 1e-3 (2e-3 adding)
+        # on 2 threads and 1.2e-3 on one (data(5,5,24,23), filters(2,5,1,6): 1.1e-6 and
+        # 2.3e-6 of 530), so dlib's absolute 1e-3 (2e-3 adding) becomes relative where the
+        # gradient is large: 1e-5 of its largest value, ~100 float32 roundings of it
         assert max_abs(output, want_out) < 1e-3 * np.max(np.abs(want_out)), what
         conv(True, output, data, filters)
         assert max_abs(output, 2 * want_out) < 1e-3 * np.max(np.abs(2 * want_out)), what
@@ -123,10 +125,11 @@ def test_conv():
         filter_gradient = resizable_tensor()
         filter_gradient.copy_size(filters)
         filter_gradient.fill(1)
+        dw_tol = max(1e-3, 1e-5 * np.max(np.abs(want_dw)))
         conv.get_gradient_for_filters(False, gi, data, filter_gradient)
-        assert max_abs(filter_gradient, want_dw) < 1e-3, what
+        assert max_abs(filter_gradient, want_dw) < dw_tol, what
         conv.get_gradient_for_filters(True, gi, data, filter_gradient)
-        assert max_abs(filter_gradient, 2 * want_dw) < 2e-3, what
+        assert max_abs(filter_gradient, 2 * want_dw) < 2 * dw_tol, what
 
 
 # ----------------------------------------------------------------------------------------

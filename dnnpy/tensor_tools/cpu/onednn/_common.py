@@ -32,16 +32,17 @@ class OwnedPD:
             self.handle = None
 
 
-def cached(cache, key, build):
-    """``cache.get(key, build)``, where a ``DnnlError`` from ``build`` (oneDNN refuses the
-    case) is logged once through ``note_fallback(key[0], key[1:])`` and remembered as None."""
+def cached(cache, key, build, work=None):
+    """``cache.get(key, build, work)``, where a ``DnnlError`` from ``build`` (oneDNN refuses
+    the case) is logged once through ``note_fallback(key[0], key[1:])`` and remembered as
+    None. ``work``: the op's size in element-equivalents (``_primitive.SERIAL_WORK``)."""
     def safe():
         try:
             return build()
         except A.DnnlError as e:
             note_fallback(key[0], key[1:], e.name)
             return None
-    return cache.get(key, safe)
+    return cache.get(key, safe, work)
 
 
 def has_non_finite(x) -> bool:

@@ -9,10 +9,20 @@ with a NULL handle and executed: oneDNN does not check and the process would die
 
 Threads: the memory objects of a primitive carry per-call state (their data handles), so
 caches and streams are per thread; the engine is shared.
+
+Small ops run on one thread. Starting a parallel region wakes libgomp's sleeping threads
+(dnnpy's default wait policy is passive, ``wait_policy.py``), which costs 80-100 us on the
+2-core test machine, more than a small op takes alone: a ReLU gradient of 64K floats took
+58 us on one thread and 144 us on two; a 3x3 convolution of 2.4M multiply-adds 75 us against
+309 us. So a primitive whose work (``Cache.get``'s ``work``: elements visited, a
+multiply-add of a convolution or matrix product counting 1/20) is under ``SERIAL_WORK`` is
+created and executed with ``omp_set_num_threads(1)`` in force (oneDNN then runs it without
+a parallel region); larger ones use the whole pool.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import threading
 from collections import OrderedDict
@@ -22,7 +32,12 @@ import numpy as np
 from . import _api as A
 
 __all__ = ["engine", "stream", "MemoryDesc", "plain", "Attr", "Primitive", "Reorder", "Borrowed",
-           "Cache", "pointer", "same_md", "f32_contiguous"]
+           "Cache", "pointer", "same_md", "f32_contiguous", "gomp", "building", "SERIAL_WORK",
+           "MAC_WORK"]
+
+# work below this runs on one thread (module docstring); element-equivalents
+SERIAL_WORK = 1 << 18
+MAC_WORK = 1 / 20       # one multiply-add of a convolution or matmul, in element-equivalents
 
 _engine = None
 _engine_lock = threading.Lock()
@@ -32,6 +47,46 @@ _local = threading.local()
 _ALLOCATE = ctypes.c_void_p(-1 & 0xFFFFFFFFFFFFFFFF)
 
 _PLAIN_TAGS = {1: A.ENUMS["dnnl_a"], 2: A.ENUMS["dnnl_ab"], 4: A.ENUMS["dnnl_abcd"]}
+
+
+_gomp = None
+
+
+def gomp():
+    """libgomp (the OpenMP runtime oneDNN's gomp build links; one per process)."""
+    global _gomp
+    if _gomp is None:
+        _gomp = ctypes.CDLL("libgomp.so.1")
+    return _gomp
+
+
+@contextlib.contextmanager
+def _one_thread():
+    g = gomp()
+    n = g.omp_get_max_threads()
+    if n == 1:
+        yield
+        return
+    g.omp_set_num_threads(1)
+    try:
+        yield
+    finally:
+        g.omp_set_num_threads(n)
+
+
+@contextlib.contextmanager
+def building(work):
+    """The primitives created inside are serial (created, and later executed, on one thread)
+    when ``work`` (element-equivalents; None: unknown) is under ``SERIAL_WORK``."""
+    if work is None or work >= SERIAL_WORK or getattr(_local, "serial", False):
+        yield
+        return
+    _local.serial = True
+    try:
+        with _one_thread():
+            yield
+    finally:
+        _local.serial = False
 
 
 def engine():
@@ -140,6 +195,7 @@ class Primitive:
             self.destroy()
             raise
         self._external = list(external)
+        self.serial = getattr(_local, "serial", False)     # created inside building(small)
         n = len(self._mems)
         self._args = (A.ExecArg * n)(*[A.ExecArg(arg, mem) for arg, mem in self._mems.items()])
         self._nargs = n
@@ -170,8 +226,13 @@ class Primitive:
             addr = buf if isinstance(buf, int) else pointer(buf)
             api.dnnl_memory_set_data_handle(self._mems[arg], ctypes.c_void_p(addr))
         s = stream()
-        api.dnnl_primitive_execute(self.handle, s, self._nargs, self._args)
-        api.dnnl_stream_wait(s)
+        if self.serial:
+            with _one_thread():
+                api.dnnl_primitive_execute(self.handle, s, self._nargs, self._args)
+                api.dnnl_stream_wait(s)
+        else:
+            api.dnnl_primitive_execute(self.handle, s, self._nargs, self._args)
+            api.dnnl_stream_wait(s)
 
     def destroy(self):
         api = A.api()
@@ -234,13 +295,15 @@ class Cache:
             d = self._local.d = OrderedDict()
         return d
 
-    def get(self, key, build):
-        """The object for ``key``, built by ``build()`` at the first request."""
+    def get(self, key, build, work=None):
+        """The object for ``key``, built by ``build()`` at the first request, inside
+        ``building(work)`` (``work``: the op's size in element-equivalents, or None)."""
         d = self._d()
         if key in d:
             d.move_to_end(key)
             return d[key]
-        obj = d[key] = build()
+        with building(work):
+            obj = d[key] = build()
         if len(d) > self.capacity:
             _, old = d.popitem(last=False)
             if old is not None:

@@ -5,7 +5,6 @@ package docstring."""
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import logging
 import os
 import threading
@@ -157,7 +156,7 @@ def info() -> dict:
 def _gomp():
     # the soname oneDNN linked; when torch (which ships a libgomp with the same soname) was
     # imported first, this is the copy both share, so one setting governs both
-    return ctypes.CDLL("libgomp.so.1")
+    return P.gomp()
 
 
 def set_num_threads(n: int):

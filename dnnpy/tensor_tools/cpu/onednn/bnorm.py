@@ -77,7 +77,8 @@ def _gradient(conv, eps, gradient_input, means, invstds, src, gamma, src_grad, g
         return False
     shape = _nchw(x.shape, conv)
     op = "batch_normalize_conv_gradient" if conv else "batch_normalize_gradient"
-    prim = cached(_cache, (op, shape, float(eps)), lambda: _build_backward(shape, eps))
+    prim = cached(_cache, (op, shape, float(eps)), lambda: _build_backward(shape, eps),
+                  work=2 * x.size)     # two passes over the data
     if prim is None:
         return False
     var = scratch("bn_var", (shape[1],))

@@ -298,20 +298,29 @@ def _choose(kind, geom, flags):
     return winner, op
 
 
+def _work(geom):
+    """The multiply-adds of each pass (forward, data and filter gradients alike), in
+    element-equivalents (``_primitive.SERIAL_WORK``)."""
+    n, c, h, w, k, r, s, ho, wo = geom[:9]
+    return n * k * ho * wo * c * r * s * P.MAC_WORK
+
+
 def _op(kind, geom, flags):
     """The prepared ``_Conv`` for this call, or None when numpy must run it."""
     mode = layout_mode()
     if mode == "auto":
         layout = _layouts.get((kind, geom))
         if layout is None:
-            layout, op = _choose(kind, geom, flags)
+            with P.building(_work(geom)):
+                layout, op = _choose(kind, geom, flags)
             got = _cache.get((kind, geom, flags, layout), lambda: op)
             if got is not op and op is not None:
                 op.destroy()   # another call of this thread prepared it meanwhile
             return got
     else:
         layout = mode
-    return _cache.get((kind, geom, flags, layout), lambda: _build(kind, geom, flags, layout))
+    return _cache.get((kind, geom, flags, layout), lambda: _build(kind, geom, flags, layout),
+                      work=_work(geom))
 
 
 def _geometry(x_shape, w_shape, y_shape, sy, sx, py, px):

@@ -64,7 +64,7 @@ def relu_gradient(grad, dest, gradient_input, add_to=True) -> bool:
         return False
     if grad.overlaps_elsewhere(gradient_input) or grad.is_aliased_with(dest):
         return False
-    prim = cached(_cache, ("relu_gradient", d.size), lambda: _Backward(d.size))
+    prim = cached(_cache, ("relu_gradient", d.size), lambda: _Backward(d.size), work=d.size)
     if prim is None:
         return False
     if grad is gradient_input:

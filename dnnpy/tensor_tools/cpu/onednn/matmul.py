@@ -65,7 +65,8 @@ def gemm(beta, dest, alpha, lhs, trans_lhs, rhs, trans_rhs, mode=0) -> bool:
         return False
     beta = float(beta)
     prim = cached(_cache, ("gemm", m, k, n, bool(trans_lhs), bool(trans_rhs), beta),
-                  lambda: _build(m, k, n, bool(trans_lhs), bool(trans_rhs), beta))
+                  lambda: _build(m, k, n, bool(trans_lhs), bool(trans_rhs), beta),
+                  work=m * k * n * P.MAC_WORK)
     if prim is None:
         return False
     out = dest.host() if beta != 0 else dest.host_write_only()

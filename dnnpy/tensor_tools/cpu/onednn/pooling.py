@@ -91,9 +91,15 @@ def _build_backward(src_shape, dst_shape, do_max, window):
     return P.Primitive(pd, external, owned=[src_md, dst_md, hint])
 
 
+def _work(dst_shape, window):
+    """Elements visited: each output reads its window."""
+    return int(np.prod(dst_shape)) * window[0] * window[1]
+
+
 def _forward_prim(src_shape, dst_shape, do_max, training, window):
     return cached(_cache, ("pooling_forward", src_shape, dst_shape, do_max, training, window),
-                  lambda: _build_forward(src_shape, dst_shape, do_max, training, window))
+                  lambda: _build_forward(src_shape, dst_shape, do_max, training, window),
+                  work=_work(dst_shape, window))
 
 
 def pooling_forward(dest, src, do_max, wh, ww, sy, sx, py, px, state=None) -> bool:
@@ -153,7 +159,8 @@ def pooling_backward(gradient_input, dest, src, grad, do_max, wh, ww, sy, sx, py
         return False
     window = (wh, ww, sy, sx, py, px)
     key = ("pooling_backward", x.shape, gi.shape, do_max, window)
-    prim = cached(_cache, key, lambda: _build_backward(x.shape, gi.shape, do_max, window))
+    prim = cached(_cache, key, lambda: _build_backward(x.shape, gi.shape, do_max, window),
+                  work=_work(gi.shape, window))
     if prim is None:
         return False
     buffers = {_DIFF_DST: gi}
