@@ -77,6 +77,9 @@ BUSY_SOURCE = "import time\nend = time.monotonic() + {seconds}\nwhile time.monot
 def child(workload, side, threads, warmup, steps, min_seconds):
     if side == "dnnpy":
         sys.modules["torch"] = None      # train.py imports torch when it can: not in this process
+    else:
+        import torch                     # first, as a PyTorch user: its libgomp starts with its
+        del torch                        # own defaults, not with the policy dnnpy would set
     sys.path.insert(0, str(HERE))
     import numpy as np
     import train

@@ -115,9 +115,15 @@ def test_libgomp_loaded_before_dnnpy_warns_once():
     assert "'applied': False" in out
 
 
+@pytest.fixture
+def quiet_machine(monkeypatch):
+    from dnnpy.tensor_tools.cpu.onednn import _primitive as P
+    monkeypatch.setattr(P, "machine_busy", lambda: False)
+
+
 @needs_onednn
 @pytest.mark.parametrize("scale, serial", [(0.25, True), (2, False)])
-def test_small_primitives_run_on_one_thread(scale, serial):
+def test_small_primitives_run_on_one_thread(scale, serial, quiet_machine):
     """Under SERIAL_WORK a primitive is created and run with one OpenMP thread (no parallel
     region to wake the sleeping pool for); the pool's size is restored after each call and
     the result is the same."""
@@ -135,6 +141,42 @@ def test_small_primitives_run_on_one_thread(scale, serial):
     before = P.gomp().omp_get_max_threads()
     tt.relu_gradient(grad, dest, grad_in)
     assert P.gomp().omp_get_max_threads() == before
-    prim = eltwise._cache.get(("relu_gradient", n), None)
+    prim = eltwise._cache.get(("relu_gradient", n), None, serial)
     assert prim is not None and prim.serial is serial
     np.testing.assert_array_equal(grad.numpy().ravel(), 1 + gi * (d > 0))
+
+
+def test_busy_machine_reading(tmp_path):
+    """/proc/loadavg's running count, less the reading thread; busy when the others and the
+    pool outnumber the CPUs; a missing file reads as quiet."""
+    from dnnpy.tensor_tools.cpu.onednn import _primitive as P
+    assert P.others_running("0.50 0.40 0.30 3/250 12345\n") == 2
+    assert P.others_running("0.00 0.00 0.00 1/90 7\n") == 0
+    assert P.is_serial(None) is False
+    assert P.is_serial(P.SERIAL_WORK - 1) is True
+
+
+@needs_onednn
+def test_mid_sized_primitives_go_serial_on_a_busy_machine(monkeypatch):
+    """Between SERIAL_WORK and BUSY_SERIAL_WORK an op is serial only while the machine is busy;
+    each mode keeps its own primitive, and both compute the same."""
+    import numpy as np
+    import dnnpy.tensor_tools as tt
+    from dnnpy.tensor_tools.cpu.onednn import _primitive as P
+    from dnnpy.tensor_tools.cpu.onednn import eltwise
+    n = 2 * P.SERIAL_WORK
+    assert n < P.BUSY_SERIAL_WORK
+    rng = np.random.default_rng(1)
+    dest, grad_in = (dnnpy.resizable_tensor(n) for _ in range(2))
+    dest.assign(rng.standard_normal(n).astype(np.float32))
+    grad_in.assign(rng.standard_normal(n).astype(np.float32))
+    results = {}
+    for busy in (True, False):
+        monkeypatch.setattr(P, "machine_busy", lambda busy=busy: busy)
+        assert P.is_serial(n) is busy
+        grad = dnnpy.resizable_tensor(n)
+        grad.assign(np.zeros(n, np.float32))
+        tt.relu_gradient(grad, dest, grad_in)
+        results[busy] = grad.numpy().copy()
+        assert eltwise._cache.get(("relu_gradient", n), None, busy).serial is busy
+    np.testing.assert_array_equal(results[True], results[False])

@@ -8,6 +8,7 @@ import numpy as np
 
 from .._common import scratch as _cpu_scratch
 from . import _api as A
+from . import _primitive as P
 from ._state import note_fallback
 
 __all__ = ["scratch", "OwnedPD", "cached", "has_non_finite", "float32_tensors"]
@@ -42,7 +43,7 @@ def cached(cache, key, build, work=None):
         except A.DnnlError as e:
             note_fallback(key[0], key[1:], e.name)
             return None
-    return cache.get(key, safe, work)
+    return cache.get(key, safe, P.is_serial(work))
 
 
 def has_non_finite(x) -> bool:

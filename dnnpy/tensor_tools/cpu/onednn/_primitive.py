@@ -18,13 +18,25 @@ Small ops run on one thread. Starting a parallel region wakes libgomp's sleeping
 multiply-add of a convolution or matrix product counting 1/20) is under ``SERIAL_WORK`` is
 created and executed with ``omp_set_num_threads(1)`` in force (oneDNN then runs it without
 a parallel region); larger ones use the whole pool.
+
+On a busy machine the limit rises to ``BUSY_SERIAL_WORK``: when other programs keep the cores
+busy, a woken thread waits for a time slice, and a mid-sized op (the seed autoencoder's
+convolutions, ~1.2M element-equivalents) loses more at its barrier than a second thread
+gains: its training step took 24 ms on two threads and 17 ms on one beside two busy
+processes on 2 cores, while the small ResNet's larger ops still gained from two (354 against
+479 ms). "Busy" is read from the kernel's count of runnable threads (``/proc/loadavg``),
+sampled at most every ``LOAD_PERIOD`` seconds and smoothed: busy when the other runnable
+threads and this pool together outnumber the CPUs. Each primitive is kept per mode, so a
+machine that gets busy or quiet again switches at the next call without rebuilding.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import os
 import threading
+import time
 from collections import OrderedDict
 
 import numpy as np
@@ -32,12 +44,14 @@ import numpy as np
 from . import _api as A
 
 __all__ = ["engine", "stream", "MemoryDesc", "plain", "Attr", "Primitive", "Reorder", "Borrowed",
-           "Cache", "pointer", "same_md", "f32_contiguous", "gomp", "building", "SERIAL_WORK",
-           "MAC_WORK"]
+           "Cache", "pointer", "same_md", "f32_contiguous", "gomp", "building", "is_serial",
+           "machine_busy", "SERIAL_WORK", "BUSY_SERIAL_WORK", "MAC_WORK", "LOAD_PERIOD"]
 
 # work below this runs on one thread (module docstring); element-equivalents
 SERIAL_WORK = 1 << 18
+BUSY_SERIAL_WORK = 1 << 21      # the same on a busy machine
 MAC_WORK = 1 / 20       # one multiply-add of a convolution or matmul, in element-equivalents
+LOAD_PERIOD = 0.25      # seconds between two reads of /proc/loadavg
 
 _engine = None
 _engine_lock = threading.Lock()
@@ -74,11 +88,44 @@ def _one_thread():
         g.omp_set_num_threads(n)
 
 
+def others_running(loadavg_text):
+    """The runnable threads machine-wide but the reading one, from ``/proc/loadavg``'s text
+    (its fourth field is ``running/total``)."""
+    return max(0, int(loadavg_text.split()[3].split("/")[0]) - 1)
+
+
+_load = {"t": -1e9, "others": 0.0, "cpus": os.cpu_count() or 1}
+
+
+def machine_busy(path="/proc/loadavg") -> bool:
+    """Whether other runnable threads and this pool together outnumber the CPUs (smoothed
+    over the last reads, one read per ``LOAD_PERIOD`` at most; False where the kernel does not
+    say)."""
+    now = time.monotonic()
+    if now - _load["t"] >= LOAD_PERIOD:
+        _load["t"] = now
+        try:
+            with open(path) as f:
+                sample = others_running(f.read())
+        except (OSError, ValueError, IndexError):
+            sample = 0
+        _load["others"] = 0.5 * _load["others"] + 0.5 * sample
+    return _load["others"] + gomp().omp_get_max_threads() > _load["cpus"] + 0.5
+
+
+def is_serial(work) -> bool:
+    """Whether an op of ``work`` element-equivalents (None: unknown, never serial) runs on
+    one thread now (module docstring)."""
+    if work is None:
+        return False
+    return work < SERIAL_WORK or (work < BUSY_SERIAL_WORK and machine_busy())
+
+
 @contextlib.contextmanager
-def building(work):
+def building(serial):
     """The primitives created inside are serial (created, and later executed, on one thread)
-    when ``work`` (element-equivalents; None: unknown) is under ``SERIAL_WORK``."""
-    if work is None or work >= SERIAL_WORK or getattr(_local, "serial", False):
+    when ``serial`` is true (``is_serial(work)``)."""
+    if not serial or getattr(_local, "serial", False):
         yield
         return
     _local.serial = True
@@ -295,14 +342,15 @@ class Cache:
             d = self._local.d = OrderedDict()
         return d
 
-    def get(self, key, build, work=None):
-        """The object for ``key``, built by ``build()`` at the first request, inside
-        ``building(work)`` (``work``: the op's size in element-equivalents, or None)."""
+    def get(self, key, build, serial=False):
+        """The object for ``key`` and ``serial`` (kept apart: a primitive is built for one
+        mode), built by ``build()`` inside ``building(serial)`` at the first request."""
         d = self._d()
+        key = (key, bool(serial))
         if key in d:
             d.move_to_end(key)
             return d[key]
-        with building(work):
+        with building(serial):
             obj = d[key] = build()
         if len(d) > self.capacity:
             _, old = d.popitem(last=False)

@@ -308,19 +308,20 @@ def _work(geom):
 def _op(kind, geom, flags):
     """The prepared ``_Conv`` for this call, or None when numpy must run it."""
     mode = layout_mode()
+    serial = P.is_serial(_work(geom))
     if mode == "auto":
         layout = _layouts.get((kind, geom))
         if layout is None:
-            with P.building(_work(geom)):
+            with P.building(serial):
                 layout, op = _choose(kind, geom, flags)
-            got = _cache.get((kind, geom, flags, layout), lambda: op)
+            got = _cache.get((kind, geom, flags, layout), lambda: op, serial)
             if got is not op and op is not None:
                 op.destroy()   # another call of this thread prepared it meanwhile
             return got
     else:
         layout = mode
     return _cache.get((kind, geom, flags, layout), lambda: _build(kind, geom, flags, layout),
-                      work=_work(geom))
+                      serial)
 
 
 def _geometry(x_shape, w_shape, y_shape, sy, sx, py, px):
