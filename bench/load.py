@@ -27,13 +27,16 @@ Configurations (dnnpy; the environment each one's process starts with)
 
 ``--suite`` instead times the README's test command (``python -m pytest -q -x``, in this
 checkout) quiet and beside two busy processes with dnnpy's defaults, one run each;
-``--suite-spin`` adds the same with ``GOMP_SPINCOUNT=300000`` (libgomp's own spinning).
+``--example`` does the same for the README's main example (``python -m
+dnnpy.examples.autoencoder``, in a temporary directory); ``--suite-spin`` adds either with
+``GOMP_SPINCOUNT=300000`` (libgomp's own spinning, dnnpy's behaviour before it set a policy).
 
 How to run (from the repository root; needs torch for the torch columns)
     python bench/load.py                    # loads 0, 2, 3; both workloads; ~10 min on 2 cores
     python bench/load.py --quick            # one round, fewer steps
     python bench/load.py --loads 3 --only resnet --configs default,passive,torch
     python bench/load.py --suite            # the README's test command, ~5 min on 2 cores
+    python bench/load.py --example --suite-spin   # the main example, default and spinning
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -204,22 +208,26 @@ def table(results, configs):
     return lines
 
 
-def suite(busy, settings, log):
-    """The README's test command: wall seconds quiet and beside ``busy`` busy processes, for
-    each ``(label, environment)`` of ``settings``."""
-    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider"]
+SUITE = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider"]
+EXAMPLE = [sys.executable, "-m", "dnnpy.examples.autoencoder"]
+
+
+def suite(busy, settings, log, cmd=SUITE):
+    """``cmd`` (the README's test command, or its main example): wall seconds quiet and
+    beside ``busy`` busy processes, for each ``(label, environment)`` of ``settings``."""
     rows = []
     base = {k: v for k, v in os.environ.items() if k not in POOL_ENV}
     for load in (0, busy):
         for label, extra in settings:
-            with Busy(load, 1800):
+            with Busy(load, 1800), tempfile.TemporaryDirectory() as tmp:
                 t0 = time.perf_counter()
-                out = subprocess.run(cmd, env={**base, **extra}, cwd=ROOT, capture_output=True,
-                                     text=True, timeout=1800)
+                out = subprocess.run(cmd, env={**base, **extra}, cwd=ROOT if cmd is SUITE else tmp,
+                                     capture_output=True, text=True, timeout=1800)
                 wall = time.perf_counter() - t0
             tail = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else out.stderr[-200:]
-            log(f"  load {load}, {label}: {wall:.0f} s ({tail})")
-            rows.append(f"| {load} | {label} | {wall:.0f} s | {tail} |")
+            tail = tail if out.returncode == 0 else f"FAILED ({out.returncode}): {tail}"
+            log(f"  load {load}, {label}: {wall:.1f} s ({tail})")
+            rows.append(f"| {load} | {label} | {wall:.1f} s | {tail} |")
     return ["| busy processes | environment | wall | result |", "|--:|---|--:|---|"] + rows
 
 
@@ -249,8 +257,10 @@ def main(argv=None):
                    help="and at least this long (short steps are timed many times)")
     p.add_argument("--quick", action="store_true", help="1 round of 3 steps")
     p.add_argument("--suite", action="store_true", help="time the README's test command instead")
+    p.add_argument("--example", action="store_true",
+                   help="time the README's main example (python -m dnnpy.examples.autoencoder) instead")
     p.add_argument("--suite-spin", action="store_true",
-                   help="with --suite: also with libgomp's spinning (the busy run takes ~8 min)")
+                   help="with --suite or --example: also with libgomp's spinning (GOMP_SPINCOUNT=300000)")
     args = p.parse_args(argv)
     if args.child:
         child(args.child, args.side, args.threads, args.warmup, args.steps, args.seconds)
@@ -260,11 +270,11 @@ def main(argv=None):
         print(msg, file=sys.stderr, flush=True)
 
     lines = header()
-    if args.suite:
+    if args.suite or args.example:
         settings = [("dnnpy's default", {})]
         if args.suite_spin:
             settings.append(("GOMP_SPINCOUNT=300000 (libgomp spinning)", {"GOMP_SPINCOUNT": "300000"}))
-        lines += suite(2, settings, log)
+        lines += suite(2, settings, log, EXAMPLE if args.example else SUITE)
     else:
         if args.quick:
             args.rounds, args.steps, args.warmup, args.seconds = 1, 3, 1, 0.5

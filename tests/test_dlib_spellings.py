@@ -95,6 +95,10 @@ def test_one_input_object_gives_its_label(case):
         warnings.simplefilter("ignore", dnnpy.EvaluationWarning)
         assert _same(net(one), net([one])[0])
         assert _same(net.process(one), net([one])[0])
+        takes = net._to_label_parameters()
+        if not takes:     # net(img, 4) meant dlib's net(data, batch_size): say so
+            with pytest.raises(TypeError, match=r"x is ONE input object.*takes none.*net\(\[x\], 4\)"):
+                net(one, 4)
 
 
 def test_a_loss_without_labels_says_what_to_run():

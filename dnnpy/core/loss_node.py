@@ -87,10 +87,32 @@ class add_loss_layer(net_node):
         """
         hint_if_training_net(self)
         if self._is_one_input(data):
+            if args:
+                self._check_label_arguments(args)
             return self._labels([data], args, kwargs)[0]
         if args:
             batch_size = self._batch_size_argument(args, batch_size)
         return self._batched(data, batch_size, (), kwargs)
+
+    def _check_label_arguments(self, args):
+        """``net(x, args...)`` with ONE input object passes ``args`` to ``to_label``; when it
+        takes fewer, the caller most likely meant dlib's ``net(data, batch_size)`` on a
+        single image: a TypeError that says so (not Python's count of ``to_label``'s
+        arguments)."""
+        if not hasattr(self._loss, "to_label"):
+            return
+        params = list(inspect.signature(self._loss.to_label).parameters.values())[2:]
+        if any(p.kind == p.VAR_POSITIONAL for p in params):
+            return
+        takes = [p.name for p in params if p.kind == p.POSITIONAL_OR_KEYWORD]
+        if len(args) <= len(takes):
+            return
+        what = (f"takes {len(takes)} ({', '.join(takes)})" if takes else "takes none")
+        raise TypeError(
+            f"net(x, {', '.join(map(repr, args))}): x is ONE input object, so the arguments "
+            f"after it go to {self._name()}.to_label, which {what}. For dlib's "
+            f"net(data, batch_size), pass the data as a list: net([x], {args[0]!r}) (or "
+            f"net([x], batch_size={args[0]!r}))")
 
     def _is_one_input(self, data):
         return not isinstance(data, tensor) and self.input_layer().is_one_input(data)

@@ -25,19 +25,7 @@ import pytest
 
 import dnnpy.tensor_tools as tt
 from dnnpy import alias_tensor, resizable_tensor
-
-
-def f64(t):
-    return np.asarray(t, dtype=np.float64)
-
-
-def fill_uniform(rng, *tensors):
-    for t in tensors:
-        t.assign(rng.random(t.shape))
-
-
-def max_abs(a, b):
-    return float(np.max(np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64)), initial=0))
+from dnn_cpp_helpers import f64, fill_uniform, max_abs
 
 
 # ----------------------------------------------------------------------------------------

@@ -41,56 +41,8 @@ from dnnpy import (act, dnn_trainer, embeddings, fc, input, loss_multiclass_log,
                    positional_encodings, relu, resizable_tensor, running_stats, sgd, skip5, tag1,
                    tag2, tag5, tag6, transpose, tril_mask)
 from dnnpy.layers.norm import DEFAULT_BATCH_NORM_EPS
-
-
-def f64(t):
-    return np.asarray(t, dtype=np.float64)
-
-
-def mat(t):
-    """dlib's ``mat(tensor)``: the ``num_samples x k*nr*nc`` matrix, in float64."""
-    a = f64(t)
-    return a.reshape(a.shape[0], -1)
-
-
-def max_abs(a, b):
-    return float(np.max(np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64)), initial=0))
-
-
-def gaussian_randm(rng, nr, nc):
-    """dlib's ``matrix_cast<float>(gaussian_randm(nr, nc, seed))``, from ``rng``."""
-    return rng.standard_normal((nr, nc)).astype(np.float32)
-
-
-def fill_uniform(rng, t):
-    t.assign(rng.random(t.shape))
-
-
-def fill_gaussian(rng, t, mean=0.0, stddev=1.0):
-    t.assign(mean + stddev * rng.standard_normal(t.shape))
-
-
-def compare_gradients(t, grad):
-    """dlib's ``compare_gradients``: ``max_i |t[i] - grad(i)|`` over every element of t."""
-    p = f64(t).reshape(-1)
-    return max(abs(p[i] - grad(i)) for i in range(t.size()))
-
-
-def central_difference(x, run, gradient_input, dest, eps=0.01):
-    """dlib's ``grad_*`` lambdas: ``grad(idx)`` moves ``x[idx]`` by +-eps (in float32, as
-    ``x.host()[idx] += eps``), reruns ``run()`` and returns the central difference of
-    ``dot(gradient_input, dest)``; ``x[idx]`` is restored exactly."""
-    def grad(idx):
-        def f(e):
-            p = x.host().reshape(-1)
-            old = p[idx]
-            p[idx] += np.float32(e)
-            run()
-            result = tt.dot(gradient_input, dest)
-            x.host().reshape(-1)[idx] = old
-            return result
-        return (f(+eps) - f(-eps)) / (2 * eps)
-    return grad
+from dnn_cpp_helpers import (central_difference, compare_gradients, f64, fill_gaussian,
+                             fill_uniform, gaussian_randm, mat, max_abs)
 
 
 # ----------------------------------------------------------------------------------------

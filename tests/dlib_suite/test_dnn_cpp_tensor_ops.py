@@ -41,33 +41,15 @@ import dnnpy.tensor_tools as tt
 from dnnpy import alias_tensor, resizable_tensor
 from dnnpy.geometry import rectangle
 from dnnpy.layers.norm import DEFAULT_BATCH_NORM_EPS
+from dnn_cpp_helpers import f64, fill_uniform, mat, max_abs
 
 # float32 unit roundoff: one correctly rounded float32 operation is off by at most U*|result|
 U = 2.0 ** -24
 
 
-def mat(t):
-    """dlib's ``mat(tensor)``: the ``num_samples x k*nr*nc`` matrix, in float64."""
-    a = np.asarray(t, dtype=np.float64)
-    return a.reshape(a.shape[0], -1)
-
-
-def f64(t):
-    return np.asarray(t, dtype=np.float64)
-
-
-def fill_uniform(rng, *tensors):
-    for t in tensors:
-        t.assign(rng.random(t.shape))
-
-
 def fill_gaussian(rng, *tensors):
     for t in tensors:
         t.assign(rng.standard_normal(t.shape))
-
-
-def max_abs(a, b):
-    return float(np.max(np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64)), initial=0))
 
 
 def zero_padded(a, shape):
