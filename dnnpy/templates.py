@@ -94,6 +94,11 @@ class NetType:
           ones, except those a setting may change (``fc_(15)`` goes to ``fc[10, ...]``);
         * a setting the layer's class takes (``num_fc_outputs(15)``, ``num_con_outputs(8)``,
           a loss's options: ``loss_mmod_``'s ``mmod_options``), or an input layer object;
+        * a plain value the layer's class is built from in dlib (``constructor_settings``):
+          a number for ``prelu_`` and ``loss_epsilon_insensitive_``, a dict for
+          ``loss_multimulticlass_log_``. A value that two layers could take goes to the first
+          from the top, as in dlib (``net_type(0.01)`` on a net with a prelu under
+          ``loss_epsilon_insensitive`` sets the loss's eps);
         * ``repeat_group(a, b, ...)``: every block of the next ``repeat`` is built from
           ``a, b, ...``, in the same way.
 
@@ -240,8 +245,10 @@ class _arguments:
                     f" Its {type(value).__name__} layers (layer<{'>, layer<'.join(map(str, same))}>) are "
                     f"above that point or declared with other template arguments.")
         else:
-            hint = (" A bare value names no layer: pass the layer object it configures (e.g. "
-                    "prelu_(0.2) for a prelu, loss_metric_(0.1) for the loss), or set it after "
+            hint = (" A bare value goes to the first layer whose class is built from such a value "
+                    "in dlib (a number: prelu_, loss_epsilon_insensitive_; a dict: "
+                    "loss_multimulticlass_log_); for other layers pass the layer object it "
+                    "configures (e.g. loss_metric_(0.1) for the loss), or set it after "
                     "building: layer(net, i).layer_details().")
         return TypeError(
             f"{net_type!r}(...): {where} ({_describe(value)}) was not taken by any layer{after}. As in dlib, "
@@ -398,6 +405,9 @@ class layer_template(_template):
     A details class may declare ``constructor_settings = {setting class: parameter name}``:
     a net constructor's argument of that class is passed as that parameter (dlib's
     ``fc_(num_fc_outputs)``), so ``net_type(num_fc_outputs(15))`` sets the first fc's outputs.
+    The class may be a plain type, following the details' dlib constructor:
+    ``numbers.Real`` for ``loss_epsilon_insensitive_(double)`` or ``prelu_(float)``,
+    ``Mapping`` for ``loss_multimulticlass_log_(std::map)`` (a bool is never a number here).
     """
 
     def __init__(self, name, details_cls, **fixed):
@@ -436,12 +446,19 @@ class layer_template(_template):
             declared = list(zip(self.parameter_names(args), args)) + list(self.fixed.items())
             return all(name in settable or v is None or (got := _read_back(value, name)) is _MISSING
                        or _same(got, v) for name, v in declared)
-        return isinstance(value, tuple(self._settings()))
+        return self._setting_for(value) is not None
+
+    def _setting_for(self, value):
+        """The parameter a constructor argument of this value's class sets, or None."""
+        for cls, name in self._settings().items():
+            if isinstance(value, cls) and not (isinstance(value, (bool, np.bool_)) and cls is not bool):
+                return name
+        return None
 
     def _details_from(self, args, value):
         if type(value) is self.details_cls:
             return copy.deepcopy(value)
-        name = next(n for cls, n in self._settings().items() if isinstance(value, cls))
+        name = self._setting_for(value)
         names = self.parameter_names()
         try:
             if len(args) > len(names):     # a class taking *args (loss_yolo_'s tags)

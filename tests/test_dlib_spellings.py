@@ -200,8 +200,10 @@ def test_arguments_no_layer_takes_are_named():
         t(prelu_(0.2), prelu_(0.3))
     with pytest.raises(TypeError, match=r"argument 0 \(con_ .* declared with other template arguments"):
         t(con_(8, 3, 3, 1, 1))                    # a 3x3 con is not the declared 5x5 one
-    with pytest.raises(TypeError, match="A bare value names no layer: pass the layer object"):
-        t(0.2)
+    assert layer(t(0.2), 2).layer_details().initial_param_value == np.float32(0.2)  # prelu_(float)
+    with pytest.raises(TypeError, match="A bare value goes to the first layer whose class is built "
+                                        "from such a value in dlib"):
+        loss_multiclass_log[fc[10, relu[con[8, 5, 5, 1, 1, input[np.uint8]]]]](0.2)
     with pytest.raises(TypeError, match=r"repeat_group\(prelu_ \(initial_param_value=0.3\), .*\) item 2 .* was not taken"):
         NET_TYPE2(repeat_group(prelu_(0.3), prelu_(0.4), prelu_(0.5)))
     with pytest.raises(TypeError, match="The net has no fc_ layer"):
@@ -501,3 +503,35 @@ def test_is_same_object_sees_two_views_of_one_buffer():
 def test_operation_mode():
     assert dnnpy.operation_mode.PLANE_WISE == dnnpy.tensor_tools.PLANE_WISE
     assert repr(dnnpy.softmax_(dnnpy.operation_mode.PLANE_WISE)) == repr(dnnpy.softmaxm.make_details(()))
+
+
+# ----------------------------------------------------------------------------------------
+# plain values as constructor arguments (dlib's disable_forwarding_constr)
+
+def test_a_plain_value_builds_the_layer_whose_dlib_constructor_takes_it():
+    """dlib's tests write ``loss_epsilon_insensitive<fc<1,input<...>>> net(0.01)`` and
+    ``net_type net(all_labels)``: a details class constructible from the value takes it."""
+    from dnnpy import (fc, input, layer, loss_epsilon_insensitive, loss_mean_squared,
+                       loss_multimulticlass_log, prelu)
+    net = loss_epsilon_insensitive[fc[1, input[np.float64]]](0.01)
+    assert net.loss_details().eps == 0.01
+    assert net.net_type is loss_epsilon_insensitive[fc[1, input[np.float64]]]
+    labels = {"colour": ["red", "green"], "size": ["s", "m", "l"]}
+    mm = loss_multimulticlass_log[fc[5, input[np.float32]]](labels)
+    assert "colour" in repr(mm.loss_details()) and "size" in repr(mm.loss_details())
+    # two layers could take a number: the first from the top does, the next one the next
+    t = loss_epsilon_insensitive[prelu[fc[1, input[np.float32]]]]
+    both = t(0.5, np.float32(0.125))
+    assert both.loss_details().eps == 0.5
+    assert layer(both, 1).layer_details().initial_param_value == np.float32(0.125)
+    alone = prelu[fc[1, input[np.float32]]](0.3)
+    assert layer(alone, 0).layer_details().initial_param_value == np.float32(0.3)
+
+
+@pytest.mark.parametrize("value", [0.5, True, {"a": ["x", "y"]}])
+def test_a_plain_value_no_layer_takes_is_refused_naming_it(value):
+    from dnnpy import fc, input, loss_mean_squared, prelu
+    net_type = loss_mean_squared[fc[1, input[np.float32]]] if value is not True else \
+        loss_mean_squared[prelu[fc[1, input[np.float32]]]]      # a bool is not a number here
+    with pytest.raises(TypeError, match=r"argument 0 \(.*\) was not taken by any layer.*A bare value"):
+        net_type(value)

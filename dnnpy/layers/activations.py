@@ -146,6 +146,8 @@ class prelu_(computational_layer, _identity_map):
     ``initial_param_value`` by ``setup``). Form B: NOT in place (dlib's implementation)."""
 
     dot_name = "prelu"
+    # net_type(0.2): dlib's prelu_(float initial_param_value) takes a bare number
+    constructor_settings = {numbers.Real: "initial_param_value"}
 
     def __init__(self, initial_param_value=0.25):
         super().__init__()

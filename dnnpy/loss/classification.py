@@ -314,6 +314,9 @@ class loss_multimulticlass_log_(loss_layer):
     dict ``name -> classifier_output``.
     """
 
+    # net_type(labels): dlib's loss_multimulticlass_log_(const std::map<...>& labels)
+    constructor_settings = {Mapping: "labels"}
+
     def __init__(self, labels=None):
         name = "loss_multimulticlass_log_"
         if labels is None:

@@ -100,6 +100,9 @@ class loss_epsilon_insensitive_(loss_layer):
     dlib quirk kept: below the tube dlib's implementation adds ``eps - err = eps + |err|``
     (its documentation says ``max(0, |err| - eps)``); the gradient is the same either way."""
 
+    # net_type(0.01): dlib's loss_epsilon_insensitive_(double eps) makes a bare number the loss's
+    constructor_settings = {numbers.Real: "eps"}
+
     def __init__(self, eps=1.0):
         self.eps = self._check_eps(eps)
 

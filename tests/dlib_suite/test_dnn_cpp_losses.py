@@ -38,9 +38,8 @@ a form ``loss_multiclass_log_per_pixel_weighted_`` takes (the weights float32 as
 ``filter_type truth_filter; truth_filter(xtmp)`` (a net without a loss: its output tensor) ->
 ``truth_filter([xtmp])[0]``; ``net.to_tensor(&x[0], &x[0]+n, t)`` -> ``t = net.to_tensor(x)``;
 ``dimpl::subnet_wrapper<filter_type> wsub(net.subnet()); wsub.get_output()`` ->
-``net.subnet().get_output()``; ``net_type net(all_labels)`` ->
-``net_type(loss_multimulticlass_log_(all_labels))`` (dnnpy hands constructor arguments to layers
-as layer objects); ``mmod_options options(use_image_pyramid::no, {labels})`` ->
+``net.subnet().get_output()``; ``net_type net(all_labels)`` -> ``net_type(all_labels)``
+(the dict goes to the loss, as dlib's map); ``mmod_options options(use_image_pyramid::no, {labels})`` ->
 ``mmod_options(use_image_pyramid.no, [labels])``; ``centered_rect(point, 5, 5)`` (and its implicit
 conversion to ``mmod_rect``) -> ``mmod_rect(centered_rect((x, y), 5, 5))``;
 ``trainer.train_one_step({img}, {labels})`` -> ``train_one_step([img], [labels])``.
@@ -109,7 +108,7 @@ from dnnpy import (bn_con, bn_fc, con, dnn_trainer, extract, fc, fc_no_bias,
                    loss_mean_squared_per_channel_and_pixel, loss_mmod, loss_multibinary_log,
                    loss_multiclass_log_per_pixel, loss_multiclass_log_per_pixel_weighted,
                    loss_multiclass_log_weighted, loss_multimulticlass_log,
-                   loss_multimulticlass_log_, mmod_options, relu, sgd, use_image_pyramid,
+                   mmod_options, relu, sgd, use_image_pyramid,
                    weighted_label)
 from dnnpy.data import dlib_rand
 from dnnpy.geometry import centered_rect, mmod_rect
@@ -726,7 +725,7 @@ def test_loss_multimulticlass_log():
 
     net_type = loss_multimulticlass_log[fc[1, input[np.float32]]]
 
-    net = net_type(loss_multimulticlass_log_(all_labels))
+    net = net_type(all_labels)
     net.subnet().layer_details().set_num_outputs(net.loss_details().number_of_labels())
 
     trainer = dnn_trainer(net, sgd(0.1))

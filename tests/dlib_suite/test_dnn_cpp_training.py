@@ -26,9 +26,9 @@ permutation dlib's default-constructed ``dlib::rand`` gives.
 
 Spellings (dlib -> here): ``input<matrix<double>>`` -> ``input[np.float64]`` (samples are
 ``1 x 1`` float64 arrays), ``input<matrix<float>>`` -> ``input[np.float32]``;
-``net_type net(0.01)`` (the double converts to the loss's details) ->
-``net_type(loss_epsilon_insensitive_(0.01))`` (dnnpy takes no bare value as a constructor
-argument: it names no layer); ``layer<1>(net).layer_details().get_weights().host()[i]`` ->
+``net_type net(0.01)`` (the double converts to the loss's details) -> ``net_type(0.01)``
+(the same: ``loss_epsilon_insensitive_`` declares a number as its constructor value);
+``layer<1>(net).layer_details().get_weights().host()[i]`` ->
 ``np.asarray(layer(net, 1).layer_details().get_weights()).ravel()[i]``; ``layer<tag2>(net)``
 -> ``layer(net, tag2)``; ``net.to_tensor(begin, end, t)`` -> ``t = net.to_tensor(x)``;
 ``tensor_index(t, s, 0, r, c)`` -> indexing the ``(N, k, nr, nc)`` array;
@@ -80,7 +80,7 @@ import pytest
 
 import dnnpy
 from dnnpy import (con, cont, dnn_trainer, fc, input, layer, linear_no_bias,
-                   loss_epsilon_insensitive, loss_epsilon_insensitive_, loss_mean_squared,
+                   loss_epsilon_insensitive, loss_mean_squared,
                    loss_mean_squared_multioutput, loss_mean_squared_per_pixel, mult_prev1,
                    randomize_samples, relu, running_stats, sgd, tag1, tag2)
 from dnnpy.data import dlib_rand
@@ -147,7 +147,7 @@ def test_simple_linear_regression_eil():
 
     net_type = loss_epsilon_insensitive[fc[1, input[np.float64]]]
     dnnpy.set_random_seed(3)
-    net = net_type(loss_epsilon_insensitive_(0.01))
+    net = net_type(0.01)
     assert net.loss_details().get_epsilon() == 0.01
     layer(net, 1).layer_details().set_bias_learning_rate_multiplier(300)
     trainer = dnn_trainer(net, sgd(0, 0.9))
