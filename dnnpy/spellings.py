@@ -2,7 +2,10 @@
 
 * ``add_layer[con_(16, 5, 5, 1, 1), SUBNET]``: dlib's ``add_layer<con_<16,5,5,1,1>, SUBNET>``,
   the same type as ``con[16, 5, 5, 1, 1, SUBNET]`` (the template of the layer object's class,
-  with the object's template arguments); ``add_loss_layer[loss_metric_(), SUBNET]`` likewise;
+  with the object's template arguments); ``add_loss_layer[loss_metric_(), SUBNET]`` likewise.
+  Any other layer object (a class of your own, or settings no template argument carries)
+  gives a type whose nets hold copies of it (``templates.prototype_type``), as dlib's
+  ``add_layer<my_layer_, SUBNET>``;
 * ``add_tag_layer[ID, SUBNET]`` (``tagN``, or the tag declared for that id) and
   ``add_skip_layer[tag1, SUBNET]``;
 * ``alias``: a Python function standing for a dlib ``using`` alias, usable with brackets
@@ -18,7 +21,8 @@ import functools
 import numbers
 
 from .core import add_layer, add_loss_layer, add_skip_layer, add_tag_layer
-from .templates import is_tag_template, layer_template, loss_template, registered, tag_with_id
+from .templates import (is_tag_template, layer_template, loss_template, prototype_type, registered,
+                        tag_with_id)
 
 __all__ = ["template_of", "alias"]
 
@@ -62,11 +66,18 @@ def _details_bracket(kind, loss):
             raise TypeError(f"{kind}[...]: give a layer OBJECT, e.g. {kind}[con_(16, 5, 5, 1, 1), SUBNET] "
                             f"for dlib's {kind}<con_<16,5,5,1,1>, SUBNET> (the template arguments are "
                             f"the object's constructor arguments), got the class {details.__name__}")
-        t, args = template_of(details)
-        if isinstance(t, loss_template) != loss:
+        is_loss = hasattr(details, "compute_loss_value_and_gradient")
+        if not is_loss and not (hasattr(details, "forward") or hasattr(details, "forward_inplace")):
+            raise TypeError(f"{kind}[...]: {details!r} is not a layer object (it has no forward, "
+                            f"forward_inplace or compute_loss_value_and_gradient)")
+        if is_loss != loss:
             raise TypeError(f"{kind}[...]: {type(details).__name__} is a "
                             f"{'loss' if not loss else 'computational layer'}: use "
                             f"{'add_loss_layer' if not loss else 'add_layer'}[...]")
+        try:
+            t, args = template_of(details)
+        except TypeError:   # no registered template rebuilds it: a type holding copies of it
+            return prototype_type(details, subnet, loss)
         return t[args + (subnet,)]
     return getitem
 

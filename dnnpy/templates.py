@@ -34,7 +34,7 @@ from .inputs.base import input_layer
 __all__ = ["NetType", "layer_template", "loss_template", "SUBNET", "repeat", "repeat_group",
            "tag_templates", "skip_templates", "tag_template", "skip_template", "is_tag_template",
            "tag_with_id", "register_input", "registered", "is_input_type", "actual_net_type",
-           "refresh_net_types"]
+           "refresh_net_types", "prototype_type"]
 
 _REGISTRY = {}   # template name -> template, for the parser
 _INPUTS = {}     # input type expression -> input layer class, for the parser
@@ -522,6 +522,67 @@ class loss_template(layer_template):
 
     def _make_node(self, details, subnet):
         return add_loss_layer(details, subnet)
+
+
+class _prototype:
+    """The one template argument of a ``prototype_type``: a copy of the layer object, printed
+    as the object, hashed by identity (one per class and printed form)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __repr__(self):
+        return _describe(self.obj)
+
+
+class _prototype_mixin:
+    """A template with one argument, a ``_prototype``: each net of its type holds a copy of
+    the object. Not registered: the parser cannot rebuild a user's object from its name."""
+
+    def make_details(self, args):
+        return copy.deepcopy(args[0].obj)
+
+    def _validate(self, args):
+        if len(args) != 1 or not isinstance(args[0], _prototype):
+            raise TypeError(f"{self.name}[...]: build it with {self.name}[layer_object, SUBNET]")
+
+    def parameter_names(self, args=None):
+        return []
+
+
+class _prototype_layer_template(_prototype_mixin, layer_template):
+    def __init__(self, details_cls):
+        _template.__init__(self, "add_layer")
+        self.details_cls, self.fixed = details_cls, {}
+
+
+class _prototype_loss_template(_prototype_mixin, loss_template):
+    def __init__(self, details_cls):
+        _template.__init__(self, "add_loss_layer")
+        self.details_cls, self.fixed = details_cls, {}
+
+
+_PROTOTYPES = {}    # (class, printed form, loss) -> (template, _prototype)
+
+
+def prototype_type(details, subnet, loss):
+    """dlib's ``add_layer<DETAILS, SUBNET>`` for a layer object no registered template
+    rebuilds (a class of the user's own with no ``layer_template``, or settings beyond a
+    template's arguments): a net type whose nets hold copies of ``details`` (deep copies, so
+    the object given is never shared). Objects of one class with the same printed form give
+    the same type. ``loss``: an ``add_loss_layer`` type. The type prints as
+    ``add_layer[<the object>, SUBNET]``; as it names a Python object, not a registered
+    template, ``dnnpy.load`` cannot rebuild it from a dnnpy file (``deserialize`` into a net
+    of the type, or dlib's ``.dat`` files, read it)."""
+    key = (type(details), " ".join(repr(details).split()), bool(loss))
+    got = _PROTOTYPES.get(key)
+    if got is None:
+        cls = _prototype_loss_template if loss else _prototype_layer_template
+        got = _PROTOTYPES[key] = (cls(type(details)), _prototype(copy.deepcopy(details)))
+    template, proto = got
+    return template[proto, subnet]
 
 
 class _tag_template(_template):

@@ -258,14 +258,45 @@ def test_add_layer_with_a_layer_object_is_the_template_type():
         add_layer[con_, input_rgb_image]
     with pytest.raises(TypeError, match="is a loss: use add_loss_layer"):
         add_layer[dnnpy.loss_metric_(), input_rgb_image]
-    d = con_(8, 3, 3, 1, 1)
-    d.set_learning_rate_multiplier(0)
-    with pytest.raises(TypeError, match="holds settings that no template arguments of con rebuild"):
-        add_layer[d, input_rgb_image]
     class unregistered_:
         pass
-    with pytest.raises(TypeError, match="no template builds a unregistered_"):
+    with pytest.raises(TypeError, match="is not a layer object"):
         add_layer[unregistered_(), input_rgb_image]
+
+
+class _mine_(dnnpy.relu_):
+    """A user's layer class, never registered (dlib's add_layer<my_layer_, SUBNET>)."""
+
+
+def test_add_layer_takes_any_layer_object():
+    """A user's class, or settings no template argument carries: the type's nets hold copies
+    of the object; equal objects give the same type; it trains and saves in dlib's format."""
+    import os
+    import tempfile
+    t = add_layer[_mine_(), fc[3, input[np.float32]]]
+    assert t is add_layer[_mine_(), fc[3, input[np.float32]]]
+    assert repr(t).startswith("add_layer[_mine_") and t.num_layers == 3
+    net_type = dnnpy.loss_mean_squared[fc[1, t]]
+    net, other = net_type(), net_type()
+    assert type(layer(net, 2).layer_details()) is _mine_
+    assert layer(net, 2).layer_details() is not layer(other, 2).layer_details()   # copies
+    x = [np.random.default_rng(i).random((2, 2)).astype(np.float32) for i in range(4)]
+    dnnpy.dnn_trainer(net, dnnpy.sgd()).train_one_step(x, [0.5] * 4)
+    with tempfile.TemporaryDirectory() as tmp:
+        dnnpy.serialize(net, os.path.join(tmp, "net.dat"))
+        dnnpy.deserialize(os.path.join(tmp, "net.dat"), other)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dnnpy.EvaluationWarning)
+        assert net(x) == other(x)
+    # settings beyond a template's arguments are kept, not refused
+    d = con_(8, 3, 3, 1, 1)
+    d.set_learning_rate_multiplier(0)
+    held = add_layer[d, input_rgb_image]()
+    assert held.layer_details().get_learning_rate_multiplier() == 0
+    assert add_layer[dnnpy.adaptive_computation_time_(max_steps=4), input[np.float32]]() \
+        .layer_details().max_steps_ == 4
+    tril = add_layer[dnnpy.tril_(), fc[4, input[np.float32]]]()
+    assert type(tril.layer_details()) is dnnpy.tril_
 
 
 def test_add_tag_layer_and_add_skip_layer():
