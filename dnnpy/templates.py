@@ -373,8 +373,13 @@ def _parameters(cls):
 
 
 def _read_back(details, name):
-    """The value of constructor parameter ``name`` that ``details`` holds: the attribute of
-    that name, or its getter (``con_.nr()``); _MISSING when it has neither."""
+    """The value of constructor parameter ``name`` that ``details`` holds: from the class's
+    explicit declaration ``template_args()`` (a dict, parameter name -> value held) when it
+    has one, else the attribute of that name, or its getter (``con_.nr()``); _MISSING when
+    it has none of them."""
+    declared = getattr(details, "template_args", None)
+    if callable(declared):
+        return declared().get(name, _MISSING)
     value = getattr(details, name, _MISSING)
     if inspect.ismethod(value):
         try:
@@ -405,7 +410,11 @@ class layer_template(_template):
     A details class may declare ``constructor_settings = {setting class: parameter name}``:
     a net constructor's argument of that class is passed as that parameter (dlib's
     ``fc_(num_fc_outputs)``), so ``net_type(num_fc_outputs(15))`` sets the first fc's outputs.
-    The class may be a plain type, following the details' dlib constructor:
+    A details class whose attributes are not named as its constructor parameters declares
+    what it holds with ``template_args(self) -> {parameter name: value}`` (as
+    ``adaptive_computation_time_``, which keeps dlib's ``max_steps_``), so ``add_layer[obj,
+    SUBNET]`` and ``net.net_type`` find its template.
+    The class of a constructor setting may be a plain type, following the details' dlib constructor:
     ``numbers.Real`` for ``loss_epsilon_insensitive_(double)`` or ``prelu_(float)``,
     ``Mapping`` for ``loss_multimulticlass_log_(std::map)`` (a bool is never a number here).
     """

@@ -293,8 +293,11 @@ def test_add_layer_takes_any_layer_object():
     d.set_learning_rate_multiplier(0)
     held = add_layer[d, input_rgb_image]()
     assert held.layer_details().get_learning_rate_multiplier() == 0
-    assert add_layer[dnnpy.adaptive_computation_time_(max_steps=4), input[np.float32]]() \
-        .layer_details().max_steps_ == 4
+    # a class declaring its template arguments (template_args) finds its template
+    assert add_layer[dnnpy.adaptive_computation_time_(max_steps=4), input[np.float32]] \
+        is dnnpy.act4[input[np.float32]]
+    assert add_layer[dnnpy.adaptive_computation_time_(max_steps=5), input[np.float32]] \
+        is dnnpy.adaptive_computation_time[5, input[np.float32]]
     tril = add_layer[dnnpy.tril_(), fc[4, input[np.float32]]]()
     assert type(tril.layer_details()) is dnnpy.tril_
 

@@ -60,6 +60,11 @@ class adaptive_computation_time_(computational_layer):
         self.true_effective_weights_ = resizable_tensor()
 
     # dlib's accessors
+    def template_args(self):
+        """The template arguments this layer holds (dlib keeps ``max_steps_``): how
+        ``add_layer[adaptive_computation_time_(4), SUBNET]`` finds ``act4``."""
+        return {"max_steps": self.max_steps_}
+
     def get_max_steps(self):
         return self.max_steps_
 
