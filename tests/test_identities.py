@@ -1,4 +1,4 @@
-"""G3 procedural identities (dnnpy.data.make_identities)."""
+"""Procedural identities (dnnpy.data.make_identities)."""
 
 import numpy as np
 import pytest

@@ -1,7 +1,7 @@
 """dnnpy.onnx.decode: detections decoded from onnxruntime's outputs of an exported detector
 equal the ones dnnpy's net gives: an MMOD net with several detector windows over a pyramid
 input (with and without bounding box regression) and a two-head YOLO net, on textured
-images (G2 scenes, synthetic_images: no flat regions, so no exactly tied scores, which 1e-7
+images (generated scenes, synthetic_images: no flat regions, so no exactly tied scores, which 1e-7
 differences would break differently).
 
 Boxes must be equal (mmod_rect: integer rectangles; yolo_rect: corners within 1e-4 pixel)

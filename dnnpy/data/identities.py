@@ -1,4 +1,4 @@
-"""G3, procedural "identities": face-like RGB images of made-up people, for metric learning
+"""Procedural "identities": face-like RGB images of made-up people, for metric learning
 and face clustering without a download (dlib's examples use photos of real people, which
 cannot be shipped).
 

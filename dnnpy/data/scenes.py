@@ -1,4 +1,4 @@
-"""Generated detection and segmentation scenes (the examples' "G2" data; no download).
+"""Generated detection and segmentation scenes (the examples' data; no download).
 
 dlib's detection and segmentation examples train on photos (faces, vehicles, PASCAL VOC) that
 cannot be shipped. ``make_scene`` draws a stand-in: a smooth, noisy background with objects of a

@@ -10,7 +10,7 @@ them with a 5-point shape predictor (``get_face_chip_details``, ``extract_image_
 shows each cluster as a ``tile_images`` window; last it prints one face's descriptor and the
 mean descriptor over 100 ``jitter_image`` copies of that face.
 
-By default this example does the same on procedural identities (G3, ``make_identities``)
+By default this example does the same on procedural identities (``make_identities``)
 that the net has never seen (another seed than its training data): it reads the net saved by
 ``dnnpy.examples.dnn_metric_learning_on_images`` (``--net``, default
 ``<out>/metric_network_resnet.dat``) into the ``affine`` testing type. When that file is
@@ -25,7 +25,7 @@ dlib). Measured with the net of the default training run (margin 0.2, no
 (two look-alike identities merge: pale skin, glasses, long hair of one hue in two
 brightnesses); over 10 seeds (``--seed 1000..1009``) 8 meet "clusters == identities and
 purity >= 0.9" (counts 7,7,8,8,8,8,8,8,8,8; the other 8 at purity 1), and 10 of 10 on seeds
-2000..2009 (before the margin, colour and G3 changes: 2 of 10). Nets trained with
+2000..2009 (before the margin, colour and identity-generator changes: 2 of 10). Nets trained with
 another ``--seed`` do less well (8 and 5 of 10; 7 and 7 on 2000..2009): every failure is
 one merge of two look-alike identities, never a split. Embedding and clustering
 take well under 1 s; when the net must be trained first, add that example's time (about
@@ -124,9 +124,9 @@ def main(argv=None) -> dict:
     parser.add_argument("--width", type=int, default=16,
                         help="the --width the net was trained with (filters of its first level)")
     parser.add_argument("--seed", type=int, default=1000,
-                        help="seed of the G3 identities to cluster (the net trains on seed 0)")
-    parser.add_argument("--identities", type=int, default=8, help="G3 identities to cluster")
-    parser.add_argument("--images-per-identity", type=int, default=6, help="G3 images per identity")
+                        help="seed of the generated identities to cluster (the net trains on seed 0)")
+    parser.add_argument("--identities", type=int, default=8, help="generated identities to cluster")
+    parser.add_argument("--images-per-identity", type=int, default=6, help="generated images per identity")
     parser.add_argument("--jitters", type=int, default=100, help="jitter_image draws for the "
                         "jittered descriptor")
     parser.add_argument("--sets", type=int, default=10,
@@ -175,7 +175,7 @@ def main(argv=None) -> dict:
 
     # identities the net has never seen: another seed than its training data
     faces, truth = make_identities(args.identities, args.images_per_identity, size=32, seed=args.seed)
-    print(f"{len(faces)} G3 faces of {args.identities} new identities")
+    print(f"{len(faces)} generated faces of {args.identities} new identities")
     threshold = net.loss_details().get_distance_threshold()
     results = report(net, faces, threshold, args.jitters, out, truth)
     results["net_path"] = net_path

@@ -16,7 +16,7 @@ input and the painted labels side by side (``join_rows``) in a window.
 Here: it reads the file ``dnn_instance_segmentation_train`` saved (``--net``; when missing it
 trains it first, with that example's defaults, and says so) with
 ``deserialize_objects(path, det_net_type(testing=True), dict[str, seg_net_type()])``, runs on
-fresh G2 scenes (another seed than the training and testing scenes), paints as dlib does, and
+freshly generated scenes (another seed than the training and testing scenes), paints as dlib does, and
 writes ``input with masks overlaid (dnnpy.image.overlay) and boxes | dlib's painted labels``
 for every scene, tiled into one PNG (dlib's window -> a file). It also prints the detection
 average precision and the mean mask IoU on those scenes (the train example's ``evaluate``).
@@ -93,7 +93,7 @@ def main(argv=None) -> dict:
     parser = base_parser(" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--net", default=None,
                         help=f"the trained nets (default: OUT/{NET_FILENAME}, trained if missing)")
-    parser.add_argument("--images", type=int, default=12, help="fresh G2 scenes to run on")
+    parser.add_argument("--images", type=int, default=12, help="freshly generated scenes to run on")
     parser.add_argument("--seed", type=int, default=0, help="seed of the scenes (10000 + seed)")
     add_threads_argument(parser)
     args = parser.parse_args(argv)

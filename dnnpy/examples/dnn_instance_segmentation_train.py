@@ -19,7 +19,7 @@ elongated, and trains two kinds of net (see ``instance_segmentation_net``, its h
 
 then ``serialize(file) << det_net << seg_nets_by_class`` (a ``std::map<string, seg_net>``).
 
-Here, with no download: G2 scenes (``dnnpy.data.make_scenes``, 160x120) of smileys (square
+Here, with no download: generated scenes (``dnnpy.data.make_scenes``, 160x120) of smileys (square
 boxes) and cars (rear view, wide boxes, w = 2h), 2-4 objects of 26..44 pixels per scene on a
 plain background (``clutter=0``, noise 6), whose ``instance_labels`` play VOC's instance PNG
 (with its 1-pixel ``label_to_ignore`` ring as VOC's void border). The boxes come from the
@@ -72,7 +72,7 @@ KINDS = ("smiley", "car")
 
 
 def make_data(n, seed, kinds=KINDS):
-    """``n`` G2 scenes with this example's settings; each box's ``ignore`` set by
+    """``n`` generated scenes with this example's settings; each box's ``ignore`` set by
     ``ignore_some_truth_boxes``."""
     scenes = make_scenes(n, seed=seed, rows=120, cols=160, kinds=kinds, num_objects=(2, 4),
                          size=(26, 44), noise=6, clutter=0.0)
@@ -221,8 +221,8 @@ def evaluate(det_net, seg_nets, scenes, name="testing"):
 
 
 def add_arguments(parser):
-    parser.add_argument("--train", type=int, default=24, help="G2 training scenes")
-    parser.add_argument("--test", type=int, default=12, help="G2 testing scenes")
+    parser.add_argument("--train", type=int, default=24, help="generated training scenes")
+    parser.add_argument("--test", type=int, default=12, help="generated testing scenes")
     parser.add_argument("--det-steps", type=int, default=200, help="detector training steps")
     parser.add_argument("--seg-steps", type=int, default=150, help="training steps per mask net")
     parser.add_argument("--seg-lr", type=float, default=0.005, help="adam's peak learning rate of the mask nets")
@@ -248,7 +248,7 @@ def run(args) -> dict:
     timer, cpu0 = Timer(), time.process_time()
     verbose = not args.quiet
 
-    print("\nMAKING G2 SCENES\n")
+    print("\nMAKING GENERATED SCENES\n")
     train_scenes = make_data(args.train, args.seed)
     print(f"images in dataset: {len(train_scenes)}")
     print(f"desired classlabels: {' '.join(KINDS)}")

@@ -1,6 +1,6 @@
 """dlib's dnn_metric_learning_on_images_ex: a ResNet with ``loss_metric`` learns to embed
 images so that pictures of the same person are close and pictures of different people far
-apart; here on procedural face-like identities (G3, ``dnnpy.data.make_identities``).
+apart; here on procedural face-like identities (``dnnpy.data.make_identities``).
 
     python -m dnnpy.examples.dnn_metric_learning_on_images [--steps 800] [--out dnnpy_example_output]
 
@@ -26,10 +26,10 @@ Two more departures, for clustering new identities (``dnnpy.examples.dnn_face_re
 where one pair of look-alike identities closer than 0.6 merges two clusters: ``loss_metric``
 has margin 0.2 (``--margin``; dlib's default 0.04, threshold 0.6 kept), so different
 identities are pushed beyond 0.8 and same ones within 0.4; and no ``disturb_colors``
-(``--disturb-colors`` turns it on): on G3 the skin and hair colours *are* the identity, and
-dlib's gamma/colour disturbance made the net blind to them (G3 already varies lighting).
+(``--disturb-colors`` turns it on): on these identities the skin and hair colours *are* the identity, and
+dlib's gamma/colour disturbance made the net blind to them (the identities already vary lighting).
 New 8-identity sets (seeds 1000-1009) clustered right: 2 of 10 with dlib's settings on the
-first G3; on today's G3 (less jitter, free hair colours: ``make_identities``) 3 of 10, without
+first version of the identities; on today's identities (less jitter, free hair colours: ``make_identities``) 3 of 10, without
 ``disturb_colors`` 5, and then with margin 0.1 7, 0.2 8 (10 of 10 on seeds 2000-2009), 0.3
 8. Longer training (1000, 1200 steps) did not help; neither did 8 identities x 3 images.
 dlib trains until the learning rate drops below 1e-4; here a fixed ``--steps``
@@ -143,7 +143,7 @@ def _train_metric_net(args, verbose_print):
     split = n_train * args.images_per_identity
     train_objs = group_by_label(images[:split], labels[:split])
     test_x, test_y = images[split:], labels[split:]
-    verbose_print(f"objs.size(): {len(train_objs)} (G3 identities of {args.images_per_identity} "
+    verbose_print(f"objs.size(): {len(train_objs)} (generated identities of {args.images_per_identity} "
                   f"images, {args.size}x{args.size}); {args.held_out} identities held out")
 
     with seeded_initialisation(args.seed):
@@ -181,16 +181,16 @@ def _train_metric_net(args, verbose_print):
 def add_arguments(parser):
     parser.add_argument("--steps", type=int, default=800, help="train_one_step calls (5x5 images each)")
     parser.add_argument("--learning-rate", type=float, default=0.1, help="sgd's learning rate")
-    parser.add_argument("--identities", type=int, default=300, help="G3 identities in all")
+    parser.add_argument("--identities", type=int, default=300, help="generated identities in all")
     parser.add_argument("--held-out", type=int, default=10, help="identities held out for testing")
-    parser.add_argument("--images-per-identity", type=int, default=6, help="G3 images per identity")
+    parser.add_argument("--images-per-identity", type=int, default=6, help="generated images per identity")
     parser.add_argument("--size", type=int, default=32, help="image size")
     parser.add_argument("--dims", type=int, default=128, help="embedding dimensions (dlib: 128)")
     parser.add_argument("--width", type=int, default=16, help="filters of the first level")
     parser.add_argument("--margin", type=float, default=MARGIN,
                         help="loss_metric's margin (dlib's default: 0.04); distance threshold 0.6")
     parser.add_argument("--disturb-colors", action="store_true",
-                        help="disturb_colors on every training image, as dlib (off: on G3 the "
+                        help="disturb_colors on every training image, as dlib (off: on these identities the "
                              "colours are the identity)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the data and the net")
     add_threads_argument(parser)

@@ -11,7 +11,7 @@ for each dog face: takes its landmarks, maps two points of the glasses onto the 
 two points beside the nose (``nose +- 1.3 (eye - eye) / 2``), alpha-blending every pixel
 (``assign_pixel`` of an ``rgb_alpha_pixel``); it also draws a wireframe of the landmarks.
 
-dnnpy has no shape_predictor and ships no photos, so: the faces are G2 smileys
+dnnpy has no shape_predictor and ships no photos, so: the faces are generated smileys
 (``dnnpy.data.make_scenes``, dnn_mmod's scene settings), found by the smiley detector that
 ``python -m dnnpy.examples.dnn_mmod`` saves (trained first, and said so, when its file is
 missing, as dnn_mmod_face_detection does); the landmarks (the two eyes and the middle of the

@@ -12,14 +12,14 @@ width``); those scores painted over the pyramid (jet colours, lower -2.5, upper 
 and the scores collapsed back onto the image (per pixel the best score over the scales 1,
 5/6, (5/6)^2, ... > 0.2), alone and painted over the image.
 
-dnnpy does the same on a fresh G2 road scene (``dnnpy.data.make_scene``; no download): it
+dnnpy does the same on a fresh generated road scene (``dnnpy.data.make_scene``; no download): it
 loads the net saved by ``dnn_mmod_train_find_cars`` (and trains it first, saying so, when the
 file is missing), prints the detections and the detector's precision, recall and average
 precision against the scene's truth, and writes the windows as PNGs (``cars_*.png``; plus the
 score map of each detector window side by side). ``--model FILE`` reads dlib's released
 detector instead: only its net is read (the ``shape_predictor`` after it is not, so the box
-refinement is skipped); dlib's detector looks for photographed cars, not for G2's drawings,
-so its metric on a G2 scene means little.
+refinement is skipped); dlib's detector looks for photographed cars, not for generated drawings,
+so its metric on a generated scene means little.
 
 Measured (default run, net from the default training run): AP 0.8 on the fresh scene (precision
 1, recall 0.8), target 0.8; see dnn_mmod_train_find_cars for the training's numbers and time.
@@ -176,7 +176,7 @@ def run(net, img, truth, out, quiet=False):
 
 
 def road_scene(seed, rows, cols, size=(24, 44), ignore_below=26, noise=6, clutter=0.0):
-    """A fresh G2 road scene (the training example's kinds and scene settings), boxes
+    """A fresh generated road scene (the training example's kinds and scene settings), boxes
     labelled rear."""
     sc = make_scene(dlib_rand(seed), rows=rows, cols=cols, kinds=train_ex.VEHICLE_KINDS,
                     num_objects=(3, 5), size=tuple(size), ignore_below=ignore_below, noise=noise,

@@ -10,7 +10,7 @@ dnn_mmod_train_find_cars_ex on dlib's front-and-rear vehicle dataset, whose boxe
 ends in yellow. ``mmod_options`` makes the detector windows per label, so the last con layer
 has one filter per (label, aspect ratio) and every detection carries its window's label.
 
-dnnpy does the same with no download: G2 road scenes (``dnnpy.data.make_scenes``) with cars
+dnnpy does the same with no download: generated road scenes (``dnnpy.data.make_scenes``) with cars
 seen from behind (kind ``car``, labelled ``rear``) and from the front (kind ``car_front``,
 labelled ``front``), both 2:1 boxes, so the two windows differ only by label and the net must
 tell the two ends apart. When no saved net exists, it trains one first with
@@ -23,7 +23,7 @@ is a false alarm of its label and leaves the object missed) and writes the scene
 labelled detections (red ``rear``, yellow ``front``; the label written above each box) to
 ``cars2_detections.png``. ``--model FILE`` reads dlib's released detector: its net only (the
 ``shape_predictor`` after it is not read, so the box refinement is skipped; dlib's detector
-looks for photographed cars, so its numbers on G2 drawings mean little).
+looks for photographed cars, so its numbers on generated drawings mean little).
 
 Measured (default run, one thread, shared 2-core machine, 2026-12-03): 8 fresh scenes, rear
 precision / recall / AP 1 / 1 / 1 and front 1 / 1 / 1 (target: per-label AP >= 0.8);
@@ -83,7 +83,7 @@ def draw_labelled(img, dets):
 
 
 def car_scenes(n, seed, rows=120, cols=160, size=(24, 44), ignore_below=26, noise=6, clutter=0.0):
-    """``n`` G2 scenes of rear and front car ends, boxes labelled ``rear`` / ``front``."""
+    """``n`` generated scenes of rear and front car ends, boxes labelled ``rear`` / ``front``."""
     scenes = make_scenes(n, seed=seed, rows=rows, cols=cols, kinds=tuple(LABELS), num_objects=(2, 4),
                          size=tuple(size), ignore_below=ignore_below, noise=noise, clutter=clutter)
     for sc in scenes:

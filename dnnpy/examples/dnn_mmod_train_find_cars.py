@@ -19,7 +19,7 @@ on its downloaded vehicle dataset (2217 + 135 photos, ``training.xml`` / ``testi
   average precision, with ``overlaps_ignore``) is printed for both sets, as they are and after
   ``upsample_image_dataset<pyramid_down<2>>`` (small vehicles become visible to the net).
 
-dnnpy runs the same steps, with no download, on generated G2 road scenes
+dnnpy runs the same steps, with no download, on generated generated road scenes
 (``dnnpy.data.make_scenes``): rear views of cars (wide boxes), trucks (tall) and vans (square),
 all labelled ``rear`` as dlib's dataset labels every vehicle; far vehicles below a size are
 marked ignore by the generator, a few scenes have a big ignore region (clutter under one
@@ -129,7 +129,7 @@ def ignore_overlapped_boxes(boxes, overlaps) -> int:
 
 def make_dataset(folder, num_train, num_test, seed, rows=120, cols=160, size=(24, 44),
                  ignore_below=26, noise=6, clutter=0.0, num_objects=(2, 4)):
-    """Write G2 road scenes as ``training.xml`` / ``testing.xml`` + PNGs in ``folder``; returns
+    """Write generated road scenes as ``training.xml`` / ``testing.xml`` + PNGs in ``folder``; returns
     the two XML paths. Every vehicle is labelled ``rear``; the first scene of each set gets one
     box labelled twice (a copy 1 px larger)."""
     common = dict(rows=rows, cols=cols, kinds=VEHICLE_KINDS, num_objects=num_objects, size=size,
@@ -169,7 +169,7 @@ def train(args, out, verbose=True, model_name=MODEL_NAME) -> dict:
                                            args.seed, size=tuple(args.size),
                                            ignore_below=args.ignore_below, noise=args.noise,
                                            clutter=args.clutter)
-        print(f"wrote {args.num_train} training and {args.num_test} testing G2 road scenes to "
+        print(f"wrote {args.num_train} training and {args.num_test} testing generated road scenes to "
               f"{out / 'cars_dataset'}")
     images_train, boxes_train = load_image_dataset(train_xml)
     images_test, boxes_test = load_image_dataset(test_xml)
@@ -273,7 +273,7 @@ def add_training_arguments(parser):
     missing)."""
     parser.add_argument("--xml-dir", metavar="DIR", default=None,
                         help="train on DIR/training.xml and DIR/testing.xml (dlib's vehicle dataset "
-                             "layout) instead of generated G2 road scenes")
+                             "layout) instead of generated generated road scenes")
     parser.add_argument("--num-train", type=int, default=16, help="generated training scenes")
     parser.add_argument("--num-test", type=int, default=8, help="generated testing scenes")
     parser.add_argument("--size", type=int, nargs=2, default=[24, 44],

@@ -12,7 +12,7 @@ each image.
 
 Here: it reads the net that ``dnn_semantic_segmentation_train`` saved (``--net``; when the file
 is missing it trains one first, with that example's defaults, and says so), into the
-``affine`` net type, runs it on fresh G2 scenes (another seed than the training data's), writes
+``affine`` net type, runs it on freshly generated scenes (another seed than the training data's), writes
 ``input | colour labels | true colour labels`` PNGs (``dlib's window'' → files), prints dlib's
 line per image with the true most prominent class beside it, and the pixel accuracy and mean
 IoU over all the images. Measured on the default-trained net and 50 scenes: pixel accuracy
@@ -82,7 +82,7 @@ def main(argv=None) -> dict:
     parser = base_parser(" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--net", default=None,
                         help=f"the trained net (default: OUT/{NET_FILENAME}, trained if missing)")
-    parser.add_argument("--images", type=int, default=50, help="fresh G2 scenes to segment")
+    parser.add_argument("--images", type=int, default=50, help="freshly generated scenes to segment")
     parser.add_argument("--pngs", type=int, default=8, help="how many of them to write as PNG")
     parser.add_argument("--levels", type=int, default=2, help="the net's U-Net levels")
     parser.add_argument("--repeats", type=int, default=0, help="the net's residual repeats")

@@ -14,7 +14,7 @@ learning rate falls below 1e-4, saves the net (after ``clean()``), copies it int
 (``bn_con`` -> ``affine``) and prints the per-pixel accuracy on the training and validation
 sets; pixels labelled ``label_to_ignore`` (VOC's "void" border) are not counted.
 
-Here, with no download: the data are G2 scenes (``dnnpy.data.make_scenes``: smiley, car (rear),
+Here, with no download: the data are generated scenes (``dnnpy.data.make_scenes``: smiley, car (rear),
 car_front, truck and van objects, each in a random vivid colour, on colour gradients
 (``clutter=0.5``, half make_scene's default) with pixel noise (``noise=8``), with the 1-pixel
 ``label_to_ignore`` ring of VOC's border), 6 classes with the background. The kinds are told
@@ -60,7 +60,7 @@ CLUTTER, NOISE = 0.5, 8    # make_scene's background colour waves (its default: 
 
 
 def make_data(n, seed, rows=120, cols=160, clutter=CLUTTER, noise=NOISE):
-    """``n`` G2 scenes (``dnnpy.data.make_scenes``) with this example's kinds."""
+    """``n`` generated scenes (``dnnpy.data.make_scenes``) with this example's kinds."""
     return make_scenes(n, seed=seed, rows=rows, cols=cols, kinds=KINDS, num_objects=(2, 4),
                        size=(24, 48), noise=noise, clutter=clutter)
 
@@ -122,7 +122,7 @@ def train(args, log=print):
     train_scenes = make_data(args.train_images, seed=args.seed, clutter=args.clutter,
                              noise=args.noise)
     class_names = train_scenes[0].class_names
-    log(f"images in dataset: {len(train_scenes)} G2 scenes of 120x160, classes: "
+    log(f"images in dataset: {len(train_scenes)} generated scenes of 120x160, classes: "
         f"{', '.join(class_names)}")
     log(f"mini-batch size: {args.batch}")
 
@@ -171,8 +171,8 @@ def add_arguments(parser):
     parser.add_argument("--levels", type=int, default=2, help="U-Net levels (dlib's: 4)")
     parser.add_argument("--repeats", type=int, default=0,
                         help="extra residual blocks per level (dlib's: 2)")
-    parser.add_argument("--train-images", type=int, default=200, help="G2 training scenes")
-    parser.add_argument("--val-images", type=int, default=40, help="G2 validation scenes")
+    parser.add_argument("--train-images", type=int, default=200, help="generated training scenes")
+    parser.add_argument("--val-images", type=int, default=40, help="generated validation scenes")
     parser.add_argument("--seed", type=int, default=0, help="data and initialisation seed")
     parser.add_argument("--clutter", type=float, default=CLUTTER, help="make_scene's clutter")
     parser.add_argument("--noise", type=float, default=NOISE, help="make_scene's pixel noise")
@@ -201,7 +201,7 @@ def run(args) -> dict:
     out = out_dir(args.out)
     timer, cpu0 = Timer(), time.process_time()
 
-    print("\nMAKING G2 SCENES\n")
+    print("\nMAKING GENERATED SCENES\n")
     bnet, class_names, results = train(args)
 
     bnet.clean()

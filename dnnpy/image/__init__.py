@@ -1,4 +1,4 @@
-"""dlib's image tools around the nets (issue 13): numpy images (``HxW`` or ``HxWx3`` uint8,
+"""dlib's image tools around the nets: numpy images (``HxW`` or ``HxWx3`` uint8,
 RGB), dlib's names and dlib's geometry types (``dnnpy.geometry``). One module per concept:
 ``io`` (image files), ``draw`` (drawing, tiling, colour maps), ``transforms`` (point
 transforms and interpolation; ``matrix_la``, dlib's own SVD and pinv behind them),

@@ -19,8 +19,7 @@ Layout, per pass and geometry, chosen once and cached like cuDNN's algorithm cac
   prepared object and the results reordered back (``add_to_output`` is then a ``sum``
   post-op on that reorder, free).
 
-``DNNPY_ONEDNN_LAYOUT=any|plain|auto`` (default ``auto``) forces one. Measured (shared
-report section 1), ``any`` wins by 1.3-4x everywhere except where a pass *writes* a side of
+``DNNPY_ONEDNN_LAYOUT=any|plain|auto`` (default ``auto``) forces one. Measured, ``any`` wins by 1.3-4x everywhere except where a pass *writes* a side of
 few channels (a 3-channel data gradient, a 3-channel transposed-conv output), where ``plain``
 (gemm) wins by ~2x. So ``auto`` is a fixed rule, not a timing: ``plain`` when the pass's
 output has fewer than ``FEW_CHANNELS`` channels (the forward's K, the data gradient's C),

@@ -4,10 +4,10 @@ matrix views.
 
 The point is less speed (OpenBLAS is as fast at fc sizes) than threads: after a
 multi-threaded OpenBLAS GEMM, its worker spins ~0.1 s and starves oneDNN's OpenMP threads on
-a small machine, so a training step should make no OpenBLAS call (issue 12, report section
-7). Transposes are format tags on the operand descriptors (``ba``: the stored matrix read
-transposed); ``beta != 0`` is a sum post-op (``dst = beta*dst + result``); ``beta == 0``
-does not read dest (a NaN-filled dest does not leak). ``alpha != 1`` and PLANE_WISE mode
+a small machine, so a training step should make no OpenBLAS call. Transposes are format
+tags on the operand descriptors (``ba``: the stored matrix read transposed); ``beta != 0``
+is a sum post-op (``dst = beta*dst + result``); ``beta == 0`` does not read dest (a
+NaN-filled dest does not leak). ``alpha != 1`` and PLANE_WISE mode
 run on numpy.
 """
 
