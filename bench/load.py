@@ -82,8 +82,11 @@ def child(workload, side, threads, warmup, steps, min_seconds):
     if side == "dnnpy":
         sys.modules["torch"] = None      # train.py imports torch when it can: not in this process
     else:
-        import torch                     # first, as a PyTorch user: its libgomp starts with its
-        del torch                        # own defaults, not with the policy dnnpy would set
+        # first, as a PyTorch user: its libgomp starts with its own defaults, not with the
+        # policy dnnpy (imported by train.py) would set
+        import torch
+        if threads is not None:
+            torch.set_num_threads(threads)
     sys.path.insert(0, str(HERE))
     import numpy as np
     import train
@@ -101,9 +104,6 @@ def child(workload, side, threads, warmup, steps, min_seconds):
         def step():
             trainer.train_one_step(data, labels)
     else:
-        import torch
-        if threads is not None:
-            torch.set_num_threads(threads)
         model = w.make_torch().train()
         opt = w.torch_opt(model.parameters())
 

@@ -21,8 +21,7 @@ import functools
 import numbers
 
 from .core import add_layer, add_loss_layer, add_skip_layer, add_tag_layer
-from .templates import (is_tag_template, layer_template, loss_template, prototype_type, registered,
-                        tag_with_id)
+from .templates import is_tag_template, layer_template, prototype_type, registered, tag_with_id
 
 __all__ = ["template_of", "alias"]
 

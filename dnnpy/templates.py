@@ -27,8 +27,10 @@ import numbers
 
 import numpy as np
 
-from .core import (add_layer, add_loss_layer, add_skip_layer, add_tag_layer, converts, copy_net_as,
-                   copy_subnet, input_node, net_node, repeat_layer, subnet_wrapper)
+from .core import (add_layer, add_loss_layer, add_skip_layer, add_tag_layer, input_node, net_node,
+                   repeat_layer, subnet_wrapper)
+from .constructor_arguments import (converted, describe, input_takes, looks_like_a_batch,
+                                    pending_arguments, repeat_group)
 from .inputs.base import input_layer
 
 __all__ = ["NetType", "layer_template", "loss_template", "SUBNET", "repeat", "repeat_group",
@@ -111,17 +113,17 @@ class NetType:
         When an argument changes a template argument (``fc_(15)`` into ``fc[10, ...]``),
         ``net.net_type`` reports the net as built (``fc[15, ...]``).
         """
-        if args and _looks_like_a_batch(args[0]):
+        if args and looks_like_a_batch(args[0]):
             raise TypeError(f"{self!r} is a net TYPE: calling it builds a net (its arguments go to "
                             f"its layers' constructors), so it cannot run a batch: use "
                             f"net = net_type(); net(batch)")
         if len(args) == 1 and isinstance(args[0], (net_node, subnet_wrapper)):
-            return _converted(self, args[0])
+            return converted(self, args[0])
         for i, a in enumerate(args):
             if isinstance(a, (net_node, subnet_wrapper)):
                 raise TypeError(f"{self!r}(...): argument {i} is a net; the converting construction "
                                 f"net_type(net) takes that net as its only argument")
-        pending = _arguments(args)
+        pending = pending_arguments(args)
         net = self._make(pending)
         if pending.left:
             raise pending.not_taken(self, net)
@@ -140,7 +142,7 @@ class NetType:
         if self.template._takes(self.args, value):
             return True
         sub = self.subnet
-        return sub.accepts(value) if isinstance(sub, NetType) else _input_takes(sub, value)
+        return sub.accepts(value) if isinstance(sub, NetType) else input_takes(sub, value)
 
     @property
     def num_layers(self) -> int:
@@ -181,104 +183,6 @@ def _counts(net_type):
     return int(net.num_layers), int(net.num_computational_layers)
 
 
-def _looks_like_a_batch(arg):
-    """An array of 2+ dimensions, or a list/tuple holding arrays: what a user who forgot the
-    ``()`` of ``net_type()(batch)`` passes (no layer constructor takes one)."""
-    if isinstance(arg, np.ndarray):
-        return arg.ndim >= 2
-    return (isinstance(arg, (list, tuple)) and len(arg) > 0
-            and all(isinstance(a, (np.ndarray, list, tuple)) for a in arg[:3]))
-
-
-def _converted(net_type, src):
-    """dlib's ``net_type net2(net)``: see ``NetType.__call__``."""
-    src = src.node() if isinstance(src, subnet_wrapper) else src
-    if isinstance(src, add_loss_layer) and not net_type.is_loss():
-        raise TypeError(f"{net_type!r}(net): the net has a loss ({src._name()}) and this type has none: "
-                        f"pass the part below the loss, {net_type!r}(net.subnet())")
-    if net_type.is_loss() and not isinstance(src, add_loss_layer):
-        net = net_type()
-        copy_subnet(net.subnet_node(), src)
-        return net
-    return copy_net_as(src, net_type)
-
-
-class repeat_group:
-    """dlib's ``repeat_group(args...)``: constructor arguments for every block of a
-    ``repeat``, e.g. ``net_type2(prelu_(0.2), repeat_group(prelu_(0.3), prelu_(0.4)))`` builds
-    each repeated block's two prelu layers with 0.3 and 0.4."""
-
-    def __init__(self, *args):
-        self.args = args
-
-    def __repr__(self):
-        return f"repeat_group({', '.join(map(_describe, self.args))})"
-
-
-class _arguments:
-    """A net constructor's arguments not yet given to a layer (front first), and the node
-    that took each."""
-
-    def __init__(self, values, owner=None):
-        self.left = list(enumerate(values))
-        self.placed = {}
-        self.owner = owner     # "repeat_group(...)" for a block's arguments
-
-    def peek(self):
-        return self.left[0][1] if self.left else _NOTHING
-
-    def take(self):
-        """``(index, value)`` of the next argument, removed."""
-        return self.left.pop(0)
-
-    def not_taken(self, net_type, net):
-        i, value = self.left[0]
-        where = f"{self.owner} item {i}" if self.owner else f"argument {i}"
-        after = ""
-        if i - 1 in self.placed:
-            j = net.index_of(self.placed[i - 1])
-            after = f" below layer<{j}> (where the argument before it went)" if j is not None else ""
-        if _is_layer_object(value):
-            same = [j for j, n in enumerate(net.layers())
-                    if type(getattr(n, "layer_details", lambda: n)()) is type(value)]
-            hint = (f" The net has no {type(value).__name__} layer." if not same else
-                    f" Its {type(value).__name__} layers (layer<{'>, layer<'.join(map(str, same))}>) are "
-                    f"above that point or declared with other template arguments.")
-        else:
-            hint = (" A bare value goes to the first layer whose class is built from such a value "
-                    "in dlib (a number: prelu_, loss_epsilon_insensitive_; a dict: "
-                    "loss_multimulticlass_log_); for other layers pass the layer object it "
-                    "configures (e.g. loss_metric_(0.1) for the loss), or set it after "
-                    "building: layer(net, i).layer_details().")
-        return TypeError(
-            f"{net_type!r}(...): {where} ({_describe(value)}) was not taken by any layer{after}. As in dlib, "
-            f"each constructor argument goes to the first layer from the top, below the previous "
-            f"argument's, that can be built from it: a layer object of that layer's class with its "
-            f"declared template arguments, a setting the class takes (num_fc_outputs(n), "
-            f"num_con_outputs(n), a loss's options) or repeat_group(...) for a repeat's blocks.{hint}")
-
-
-_NOTHING = object()
-
-
-def _describe(value):
-    """A constructor argument for a message: a layer object as ``prelu_ (initial_param_value=0.2)``
-    (its class and the first part of dlib's printed form)."""
-    if not _is_layer_object(value) or isinstance(value, repeat_group):
-        return repr(value)
-    text = " ".join(repr(value).split())
-    head, _, rest = text.partition(" ")
-    return f"{type(value).__name__} {rest.split(')')[0] + ')' if '(' in rest else ''}".strip()
-
-
-def _is_layer_object(value):
-    return hasattr(value, "setup") or hasattr(value, "to_label") or isinstance(value, (input_layer, repeat_group))
-
-
-def _input_takes(input_cls, value):
-    return isinstance(value, input_layer) and converts(type(value), input_cls)
-
-
 _CACHE = {}
 
 
@@ -286,14 +190,14 @@ def _build_subnet(subnet_type, pending=None):
     """A fresh node for a SUBNET type: a net, or the input node holding a new input layer
     (or one built from the next constructor argument, when it is an input layer object)."""
     if is_input_type(subnet_type):
-        if pending is not None and _input_takes(subnet_type, pending.peek()):
+        if pending is not None and input_takes(subnet_type, pending.peek()):
             i, value = pending.take()
             layer = copy.deepcopy(value) if type(value) is subnet_type else subnet_type(value)
             node = input_node(layer)
             pending.placed[i] = layer
             return node
         return input_node(subnet_type())
-    return subnet_type._make(pending if pending is not None else _arguments(()))
+    return subnet_type._make(pending if pending is not None else pending_arguments(()))
 
 
 class _template:
@@ -543,7 +447,7 @@ class _prototype:
         self.obj = obj
 
     def __repr__(self):
-        return _describe(self.obj)
+        return describe(self.obj)
 
 
 class _prototype_mixin:
@@ -722,7 +626,7 @@ class _repeat_template(_template):
             if group is None:
                 copies.append(block())
                 continue
-            inner = _arguments(copy.deepcopy(group), owner)
+            inner = pending_arguments(copy.deepcopy(group), owner)
             copies.append(block._make(inner))
             if inner.left:
                 raise inner.not_taken(block, copies[-1])

@@ -26,7 +26,8 @@ Step sizes. dlib sweeps the relative step ``base_eps`` over 1e-4, 2e-4, ... 0.05
 tried best-first (in float32 the values that pass most often come first), which gives the
 same verdict with fewer runs: every run is independent of the others (reseeded for each: as
 in dlib, every run sees the same fake subnets and the parameters ``setup`` draws are fresh
-for each step size), so the order cannot change which values pass. When none passes, the report is that of 0.01, as in dlib. As in dlib, the float32
+for each step size), so the order cannot change which values pass. When none passes, the
+report is that of 0.01, as in dlib. As in dlib, the float32
 check is noisy for large layers: the step is relative to each parameter, so a parameter near
 zero gets a step that float32 rounding swamps; the float64 mode has no such noise and is the
 check to rely on there.
@@ -298,10 +299,11 @@ def _check_inputs_kept(levels):
     what the layer below (and every finite difference) sees."""
     for i, lv in enumerate(levels):
         now = lv.output.host_read()
-        if now.shape == lv.drawn.shape and np.array_equal(now, lv.drawn.astype(now.dtype)):
+        same_shape = now.shape == lv.drawn.shape
+        differs = now != lv.drawn.astype(now.dtype) if same_shape else None
+        if same_shape and not differs.any():
             continue
-        changed = (int(np.sum(now != lv.drawn.astype(now.dtype))) if now.shape == lv.drawn.shape
-                   else f"its shape to {now.shape}, all")
+        changed = int(np.sum(differs)) if same_shape else f"its shape to {now.shape}, all"
         raise _failed(
             f"forward changed the subnet's output (subnet level {i}{tuple(lv.drawn.shape)}: "
             f"{changed} of {lv.drawn.size} values): a layer reads sub.get_output() and writes "

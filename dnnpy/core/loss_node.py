@@ -99,9 +99,7 @@ class add_loss_layer(net_node):
         takes fewer, the caller most likely meant dlib's ``net(data, batch_size)`` on a
         single image: a TypeError that says so (not Python's count of ``to_label``'s
         arguments)."""
-        if not hasattr(self._loss, "to_label"):
-            return
-        params = list(inspect.signature(self._loss.to_label).parameters.values())[2:]
+        params = self._to_label_extra_parameters()
         if any(p.kind == p.VAR_POSITIONAL for p in params):
             return
         takes = [p.name for p in params if p.kind == p.POSITIONAL_OR_KEYWORD]
@@ -135,11 +133,15 @@ class add_loss_layer(net_node):
                             f">= 1, as in dlib's net(data, batch_size); got {n!r}{fix}")
         return int(n)
 
-    def _to_label_parameters(self):
+    def _to_label_extra_parameters(self):
+        """The parameters of the loss's ``to_label`` after its input tensor and subnet."""
         if not hasattr(self._loss, "to_label"):
             return []
-        params = list(inspect.signature(self._loss.to_label).parameters.values())[2:]
-        return [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+        return list(inspect.signature(self._loss.to_label).parameters.values())[2:]
+
+    def _to_label_parameters(self):
+        return [p.name for p in self._to_label_extra_parameters()
+                if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
 
     def _batched(self, data, batch_size, args, kwargs):
         if batch_size is None or isinstance(data, tensor):

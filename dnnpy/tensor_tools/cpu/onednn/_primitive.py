@@ -67,7 +67,9 @@ _gomp = None
 
 
 def gomp():
-    """libgomp (the OpenMP runtime oneDNN's gomp build links; one per process)."""
+    """libgomp (the OpenMP runtime oneDNN's gomp build links; one per process: when torch,
+    which ships a libgomp with the same soname, was imported first, the copy both share, so
+    one setting governs both)."""
     global _gomp
     if _gomp is None:
         _gomp = ctypes.CDLL("libgomp.so.1")
@@ -273,11 +275,7 @@ class Primitive:
             addr = buf if isinstance(buf, int) else pointer(buf)
             api.dnnl_memory_set_data_handle(self._mems[arg], ctypes.c_void_p(addr))
         s = stream()
-        if self.serial:
-            with _one_thread():
-                api.dnnl_primitive_execute(self.handle, s, self._nargs, self._args)
-                api.dnnl_stream_wait(s)
-        else:
+        with _one_thread() if self.serial else contextlib.nullcontext():
             api.dnnl_primitive_execute(self.handle, s, self._nargs, self._args)
             api.dnnl_stream_wait(s)
 

@@ -153,21 +153,15 @@ def info() -> dict:
 # ----------------------------------------------------------------------------------------
 # threads: the gomp build of oneDNN runs on libgomp's OpenMP pool
 
-def _gomp():
-    # the soname oneDNN linked; when torch (which ships a libgomp with the same soname) was
-    # imported first, this is the copy both share, so one setting governs both
-    return P.gomp()
-
-
 def set_num_threads(n: int):
     """Set the OpenMP pool oneDNN runs on to ``n`` threads (``omp_set_num_threads``)."""
     if not available():
         return
-    _gomp().omp_set_num_threads(int(n))
+    P.gomp().omp_set_num_threads(int(n))
 
 
 def get_num_threads():
     """The OpenMP pool's size (``omp_get_max_threads``), or None when oneDNN is unused."""
     if not available():
         return None
-    return int(_gomp().omp_get_max_threads())
+    return int(P.gomp().omp_get_max_threads())
