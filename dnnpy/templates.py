@@ -261,9 +261,6 @@ class _template:
 
 # -- a layer's template arguments, read back from a layer object ------------------------
 
-_MISSING = object()
-
-
 @functools.lru_cache(maxsize=None)
 def _parameters(cls):
     """The positional constructor parameters of a details class (names), or () when its
@@ -276,20 +273,19 @@ def _parameters(cls):
                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
 
 
-def _read_back(details, name):
-    """The value of constructor parameter ``name`` that ``details`` holds: from the class's
-    explicit declaration ``template_args()`` (a dict, parameter name -> value held) when it
-    has one, else the attribute of that name, or its getter (``con_.nr()``); _MISSING when
-    it has none of them."""
+def _declared(details):
+    """The template arguments ``details`` holds, ``{constructor parameter: value}``, from its
+    class's declaration ``template_args(self)``; {} for a class that declares none (a
+    class whose constructor takes no arguments needs none)."""
     declared = getattr(details, "template_args", None)
-    if callable(declared):
-        return declared().get(name, _MISSING)
-    value = getattr(details, name, _MISSING)
-    if inspect.ismethod(value):
-        try:
-            value = value()
-        except TypeError:
-            return _MISSING
+    return dict(declared()) if callable(declared) else {}
+
+
+def _shortest(value):
+    """A float a layer holds as float32 (``leaky_relu_(0.2).alpha`` is 0.20000000298) as the
+    shortest decimal of that float32 (0.2), as a net type prints it; anything else as is."""
+    if type(value) is float and np.isfinite(value) and float(np.float32(value)) == value:
+        return float(str(np.float32(value)))     # numpy prints a float32's shortest decimal
     return value
 
 
@@ -314,10 +310,12 @@ class layer_template(_template):
     A details class may declare ``constructor_settings = {setting class: parameter name}``:
     a net constructor's argument of that class is passed as that parameter (dlib's
     ``fc_(num_fc_outputs)``), so ``net_type(num_fc_outputs(15))`` sets the first fc's outputs.
-    A details class whose attributes are not named as its constructor parameters declares
-    what it holds with ``template_args(self) -> {parameter name: value}`` (as
-    ``adaptive_computation_time_``, which keeps dlib's ``max_steps_``), so ``add_layer[obj,
-    SUBNET]`` and ``net.net_type`` find its template.
+    A details class whose constructor takes arguments declares the values it holds for them
+    with ``template_args(self) -> {parameter name: value}`` (``con_``: num_filters, nr, ...;
+    dlib's template arguments), which is how ``add_layer[obj, SUBNET]`` finds the template and
+    ``net.net_type`` follows a layer changed after construction. A class without the
+    declaration still works under ``add_layer[obj, SUBNET]``: its type holds copies of the
+    object (``prototype_type``).
     The class of a constructor setting may be a plain type, following the details' dlib constructor:
     ``numbers.Real`` for ``loss_epsilon_insensitive_(double)`` or ``prelu_(float)``,
     ``Mapping`` for ``loss_multimulticlass_log_(std::map)`` (a bool is never a number here).
@@ -357,8 +355,9 @@ class layer_template(_template):
         if type(value) is self.details_cls:
             settable = set(self._settings().values())
             declared = list(zip(self.parameter_names(args), args)) + list(self.fixed.items())
-            return all(name in settable or v is None or (got := _read_back(value, name)) is _MISSING
-                       or _same(got, v) for name, v in declared)
+            held = _declared(value)
+            return all(name in settable or v is None or name not in held or _same(held[name], v)
+                       for name, v in declared)
         return self._setting_for(value) is not None
 
     def _setting_for(self, value):
@@ -383,38 +382,41 @@ class layer_template(_template):
             raise type(e)(f"{self.name}[...] built from {value!r}: {e}") from None
 
     def args_for(self, details):
-        """The arguments with which this template builds a layer like ``details`` (the same
-        printed configuration; trailing defaults left out), or None when none do."""
-        if self.details_cls is not type(details) or not all(
-                _same(_read_back(details, k), v) for k, v in self.fixed.items()):
+        """The arguments with which this template builds a layer like ``details`` (trailing
+        ones that change nothing left out), or None when none do: ``details`` is of another
+        class, holds other fixed arguments, does not declare all of its template arguments
+        (``template_args``), or holds settings beyond them (its printed configuration differs
+        from the rebuilt layer's: a learning-rate multiplier, say)."""
+        held = _declared(details)
+        names = self.parameter_names()
+        if (self.details_cls is not type(details) or any(n not in held for n in names)
+                or not all(k in held and _same(held[k], v) for k, v in self.fixed.items())):
             return None
-        args = []
-        for name in self.parameter_names():
-            got = _read_back(details, name)
-            if got is _MISSING:
-                break
-            args.append(got)
-        args = tuple(self._normalize(args))
-        if not self._rebuilds(args, details):
+        args = tuple(self._normalize([_shortest(held[n]) for n in names]))
+        if not self._rebuilds(args, held):
             return None
-        while args and self._rebuilds(args[:-1], details):
+        while args and self._rebuilds(args[:-1], held):
             args = args[:-1]
+        if type(details).__repr__ is not object.__repr__ and repr(self.make_details(args)) != repr(details):
+            return None
         return args
 
-    def _rebuilds(self, args, details):
+    def _rebuilds(self, args, held):
+        """Whether ``args`` build a layer declaring the template arguments ``held``."""
         try:
-            return repr(self.make_details(args)) == repr(details)
+            rebuilt = _declared(self.make_details(args))
         except (TypeError, ValueError):
             return False
+        return rebuilt.keys() == held.keys() and all(_same(rebuilt[k], v) for k, v in held.items())
 
     def actual_args(self, args, details):
-        """``args`` with each value replaced by the one ``details`` holds where that reads
-        back and differs: the template arguments of ``details`` as it is now."""
+        """``args`` with each value replaced by the one ``details`` declares where it differs:
+        the template arguments of ``details`` as it is now."""
+        held = _declared(details)
         out = list(args)
         for i, name in enumerate(self.parameter_names(args)):
-            got = _read_back(details, name)
-            if got is not _MISSING and args[i] is not None and not _same(got, args[i]):
-                out[i] = got
+            if name in held and args[i] is not None and not _same(held[name], args[i]):
+                out[i] = _shortest(held[name])
         return tuple(self._normalize(out))
 
     def _make_node(self, details, subnet):

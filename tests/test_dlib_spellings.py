@@ -302,6 +302,58 @@ def test_add_layer_takes_any_layer_object():
     assert type(tril.layer_details()) is dnnpy.tril_
 
 
+
+def test_template_arguments_come_from_the_class_declaration():
+    """``template_args()`` is the only source of a layer object's template arguments: every
+    built-in class that takes constructor arguments declares all of them; a user's class
+    declaring them finds its registered template whatever it prints; one that does not
+    declare them gets a type holding copies (never a template rebuilt from guessed
+    attributes)."""
+    from dnnpy import templates as T
+    for t in {t for t in T.registered()[0].values() if isinstance(t, T.layer_template)}:
+        if (not isinstance(t.details_cls, type) or not T._parameters(t.details_cls)
+                or not t.details_cls.__module__.startswith("dnnpy.")):   # other tests' classes
+            continue
+        held = getattr(t.details_cls, "template_args", None)
+        assert callable(held), f"{t.details_cls.__name__} declares no template_args"
+
+    class declared_(dnnpy.relu_):
+        def __init__(self, width=3):
+            super().__init__()
+            self.w = width
+
+        def template_args(self):
+            return {"width": self.w}
+
+        def __repr__(self):
+            return "declared"          # prints nothing of its arguments
+
+    declared = dnnpy.layer_template("declared_spellings_test", declared_)
+    assert add_layer[declared_(5), input[np.float32]] is declared[5, input[np.float32]]
+    assert add_layer[declared_(), input[np.float32]] is declared[input[np.float32]]   # a default
+
+    class undeclared_(dnnpy.relu_):
+        def __init__(self, width=3):
+            super().__init__()
+            self.width = width
+
+    dnnpy.layer_template("undeclared_spellings_test", undeclared_)
+    t = add_layer[undeclared_(5), input[np.float32]]
+    assert repr(t).startswith("add_layer[") and t().layer_details().width == 5
+
+    # tril_ with no tag is dlib's tril_diag; the fill of a tagged one takes no num/den
+    assert add_layer[dnnpy.tril_(2, None, 1, 3), input[np.float32]] \
+        is dnnpy.tril_diag[2, 1, 3, input[np.float32]]
+    assert add_layer[dnnpy.tril_(0, dnnpy.neg_infinity_tag, 4, 5), input[np.float32]] \
+        is dnnpy.tril_mask[input[np.float32]]
+    assert repr(add_layer[dnnpy.leaky_relu_(0.2), input[np.float32]]) == "leaky_relu[0.2, input[float32]]"
+    assert add_layer[dnnpy.reshape_to_(2, 3, 4), input[np.float32]] is dnnpy.reshape_to[2, 3, 4, input[np.float32]]
+    # a whole-input filter holds nr = nc = 0 after setup too (its accessors report the size)
+    net = con[4, 0, 0, 1, 1, input[np.float32]]()
+    net(np.zeros((1, 5, 6), np.float32))
+    assert layer(net, 0).layer_details().nr() == 5
+    assert T.actual_net_type(net) is con[4, 0, 0, 1, 1, input[np.float32]]
+
 def test_add_tag_layer_and_add_skip_layer():
     assert add_tag_layer[3, input_rgb_image] is dnnpy.tag3[input_rgb_image]
     assert add_skip_layer[tag1, input_rgb_image] is skip1[input_rgb_image]

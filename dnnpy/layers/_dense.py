@@ -18,6 +18,9 @@ class dense_base(computational_layer):
 
     _mode_names = ("HAS_BIAS", "NO_BIAS")
 
+    def template_args(self):
+        return {"num_outputs": self.num_outputs, "bias_mode": self.bias_mode}
+
     def __init__(self, num_outputs, bias_mode=0):
         super().__init__()
         name = type(self).__name__

@@ -19,6 +19,14 @@ class sliding_window:
 
     _window_noun = "window"  # "filter" for the convolutions, in error messages
 
+    def template_args(self):
+        return {"nr": self.nr_,
+                "nc": self.nc_,
+                "stride_y": self.stride_y_,
+                "stride_x": self.stride_x_,
+                "padding_y": self.padding_y_,
+                "padding_x": self.padding_x_}
+
     def _init_window(self, nr, nc, stride_y, stride_x, padding_y, padding_x, min_size):
         name = type(self).__name__
         self.nr_ = check_int(name, "nr", nr, min_size)

@@ -149,6 +149,9 @@ class prelu_(computational_layer, _identity_map):
     # net_type(0.2): dlib's prelu_(float initial_param_value) takes a bare number
     constructor_settings = {numbers.Real: "initial_param_value"}
 
+    def template_args(self):
+        return {"initial_param_value": self.initial_param_value}
+
     def __init__(self, initial_param_value=0.25):
         super().__init__()
         self.initial_param_value = as_float32("prelu_", "initial_param_value", initial_param_value)
@@ -199,6 +202,9 @@ class leaky_relu_(_pointwise_inplace):
 
     _op, _arg = "leaky_relu", "alpha"
     _ser_fields = (("alpha", "float32"),)  # a C++ float
+
+    def template_args(self):
+        return {"alpha": self.alpha}
 
     def __init__(self, alpha=0.01):
         super().__init__()
@@ -259,6 +265,9 @@ class clipped_relu_(_pointwise_inplace):
     _op, _arg = "clipped_relu", "ceiling"
     _ser_fields = (("ceiling", "float32"),)  # a C++ float
 
+    def template_args(self):
+        return {"ceiling": self.ceiling}
+
     def __init__(self, ceiling=6.0):
         super().__init__()
         self.ceiling = as_float32("clipped_relu_", "ceiling", ceiling)
@@ -283,6 +292,9 @@ class elu_(_pointwise_inplace):
     _op, _arg = "elu", "alpha"
     _ser_fields = (("alpha", "float32"),)  # a C++ float
 
+    def template_args(self):
+        return {"alpha": self.alpha}
+
     def __init__(self, alpha=1.0):
         super().__init__()
         self.alpha = as_float32("elu_", "alpha", alpha)
@@ -305,6 +317,9 @@ class smelu_(_pointwise_inplace):
 
     _op, _arg = "smelu", "beta"
     _ser_fields = (("beta", "float32"),)  # a C++ float
+
+    def template_args(self):
+        return {"beta": self.beta}
 
     def __init__(self, beta=1.0):
         super().__init__()

@@ -36,6 +36,9 @@ class affine_(computational_layer):
     # one (copy_net_as, inference_copy, net_type(net))
     converts_from = (bn_,)
 
+    def template_args(self):
+        return {"mode": self.mode}
+
     def __init__(self, mode=FC_MODE):
         super().__init__()
         self.empty_params = resizable_tensor()

@@ -46,6 +46,9 @@ class _conv_base(sliding_window, computational_layer, with_multipliers):
     _allow_whole_input = False  # con_ accepts nr/nc == 0: the filter spans the whole input
     _window_noun = "filter"
 
+    def template_args(self):
+        return {"num_filters": self.num_filters_, **super().template_args()}
+
     def __init__(self, num_filters, nr, nc, stride_y, stride_x, padding_y=None, padding_x=None):
         super().__init__()
         if isinstance(num_filters, num_con_outputs):

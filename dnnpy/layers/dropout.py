@@ -39,6 +39,9 @@ class dropout_(computational_layer, _identity_map):
     dot_name = "dropout"
     inference_form = "multiply"  # what inference_copy makes of it (net(x) hints at that)
 
+    def template_args(self):
+        return {"drop_rate": self.drop_rate}
+
     def __init__(self, drop_rate=0.5):
         super().__init__()
         self.drop_rate = as_float32(type(self).__name__, "drop_rate", drop_rate)
@@ -103,6 +106,9 @@ class dropout_rate_(dropout_):
 
     dot_name = None
 
+    def template_args(self):
+        return {"percent": self.percent}
+
     def __init__(self, percent):
         percent = check_int("dropout_rate_", "percent", percent, 0)
         if percent > 100:
@@ -119,6 +125,9 @@ class multiply_(computational_layer, _identity_map):
 
     # dlib's converting constructor multiply_(const dropout_&): val = 1 - drop_rate
     converts_from = (dropout_,)
+
+    def template_args(self):
+        return {"val": self.val}
 
     def __init__(self, val=0.5):
         super().__init__()

@@ -31,6 +31,9 @@ class _tag_merge(_keeps_tags, computational_layer):
 
     # dlib's record of add_prev_, mult_prev_ and multm_prev_: the version string (the class
     # name) alone; the tag id is not stored
+    def template_args(self):
+        return {"tag": self.tag}
+
     def serialize(self, w):
         w.string(type(self).__name__)
 

@@ -59,6 +59,9 @@ class _normalization(computational_layer, with_multipliers):
     weight_decay_multiplier = 0.0
     bias_weight_decay_multiplier = 1.0
 
+    def template_args(self):
+        return {"eps": self.eps}
+
     def __init__(self, eps):
         super().__init__()
         self.eps = check_eps(type(self).__name__, eps)
@@ -121,6 +124,11 @@ class bn_(_normalization):
 
     dot_name = "batch_norm"
     inference_form = "affine"    # what inference_copy makes of it (net(x) hints at that)
+
+    def template_args(self):
+        return {"mode": self.mode,
+                "running_stats_window_size": self.running_stats_window_size,
+                "eps": self.eps}
 
     def __init__(self, mode, running_stats_window_size=100, eps=DEFAULT_BATCH_NORM_EPS):
         super().__init__(eps)

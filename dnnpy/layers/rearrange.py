@@ -27,6 +27,9 @@ class reorg_(computational_layer):
     col_stride, c*col_stride + (k // K) % col_stride)``; the input's nr and nc must be
     divisible by the strides."""
 
+    def template_args(self):
+        return {"row_stride": self.row_stride, "col_stride": self.col_stride}
+
     def __init__(self, row_stride=2, col_stride=2):
         super().__init__()
         self.row_stride = check_int("reorg_", "row_stride", row_stride, 1)
@@ -125,6 +128,9 @@ class extract_(computational_layer):
     """Per sample, the ``k*nr*nc`` consecutive values starting at flat offset ``offset``
     (in memory order over the sample's k, nr, nc), shaped ``(k, nr, nc)``."""
 
+    def template_args(self):
+        return {"offset": self.offset, "k": self.k, "nr": self.nr, "nc": self.nc}
+
     def __init__(self, offset, k, nr, nc):
         super().__init__()
         self.offset = check_int("extract_", "offset", offset, 0)
@@ -194,6 +200,14 @@ class slice_(computational_layer):
     offset_nc:offset_nc+nc]``. dlib's net_to_dot does not know it (``unhandled layer``)."""
 
     _SER_FIELDS = ("offset_k", "offset_nr", "offset_nc", "k", "nr", "nc")
+
+    def template_args(self):
+        return {"offset_k": self.offset_k,
+                "offset_nr": self.offset_nr,
+                "offset_nc": self.offset_nc,
+                "k": self.k,
+                "nr": self.nr,
+                "nc": self.nc}
 
     def serialize(self, w):
         """dlib's "slice_": the type's offset_k, offset_nr, offset_nc, k, nr, nc (longs)."""

@@ -53,6 +53,9 @@ class upsample_(_bilinear_resample):
     """Bilinear upsampling to ``(scale_y*nr, scale_x*nc)``. ``scale_x`` defaults to
     ``scale_y`` (dlib's ``upsample<scale>`` is ``upsample_<scale, scale>``)."""
 
+    def template_args(self):
+        return {"scale_y": self.scale_y, "scale_x": self.scale_x}
+
     def __init__(self, scale_y, scale_x=None):
         super().__init__()
         self.scale_y = check_int("upsample_", "scale_y", scale_y, 1)
@@ -86,6 +89,9 @@ class upsample_(_bilinear_resample):
 class resize_to_(_bilinear_resample):
     """Bilinear resize of every plane to ``NR x NC``; ``scale_y = NR / in.nr`` and
     ``scale_x = NC / in.nc`` are recorded by each forward (dlib serializes them)."""
+
+    def template_args(self):
+        return {"NR": self.NR, "NC": self.NC}
 
     def __init__(self, NR, NC):
         super().__init__()
@@ -143,6 +149,9 @@ class reshape_to_(computational_layer):
     when the element counts agree; otherwise, if k is unchanged, a bilinear spatial rescale
     to ``nr x nc``; anything else is an error.
     """
+
+    def template_args(self):
+        return {"k": self.k_, "nr": self.nr_, "nc": self.nc_}
 
     def __init__(self, k=-1, nr=-1, nc=-1):
         super().__init__()
@@ -308,6 +317,9 @@ class resize_prev_to_tagged_(version_only, _keeps_tags, computational_layer):
 
     _ser_version = "resize_prev_to_tagged_"  # the tag id is not stored (dlib)
     dot_name, dot_edges = "resize_as", "resize_as"
+
+    def template_args(self):
+        return {"tag": self.tag}
 
     def __init__(self, tag):
         super().__init__()

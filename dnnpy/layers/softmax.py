@@ -38,6 +38,9 @@ class softmax_(simple_serial, computational_layer):
     dot_name = "softmax"
     backward_needs_output = True
 
+    def template_args(self):
+        return {"mode": self.mode}
+
     def __init__(self, mode=CHANNEL_WISE):
         super().__init__()
         if isinstance(mode, bool) or mode not in _MODE_NAMES:
@@ -107,6 +110,9 @@ class l2normalize_(simple_serial, computational_layer):
     backward_needs_output = True
 
     _ser_fields = (("eps", "float64"),)  # a C++ double
+
+    def template_args(self):
+        return {"eps": self.eps}
 
     def __init__(self, eps=DEFAULT_L2_NORM_EPS):
         super().__init__()

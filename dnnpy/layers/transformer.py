@@ -53,6 +53,9 @@ class tril_(computational_layer):
     module docstring). The gradient passes where the mask keeps the input.
     """
 
+    def template_args(self):
+        return {"diag": self.diag, "tag": self.tag, "num": self.num, "den": self.den}
+
     def __init__(self, diag=0, tag=None, num=0, den=1):
         super().__init__()
         self.diag = check_int("tril_", "diag", diag)
@@ -63,6 +66,8 @@ class tril_(computational_layer):
         if tag is None and den == 0:
             raise ValueError("tril_: den must not be 0")
         self.tag = tag
+        # with a tag the fill is fixed, so num and den are not part of the layer's type
+        self.num, self.den = (num, den) if tag is None else (0, 1)
         if tag is neg_infinity_tag:
             self.diag_value = float("-inf")
         elif tag is zero_tag:
@@ -140,14 +145,9 @@ class tril_(computational_layer):
         return g.node("Where", [mask, x, g.scalar(self.diag_value)], shape=g.shape(x), dtype=np.float32)
 
 
-def _tril_diag(diag, num, den):
-    """``tril_diag[diag, num, den, SUBNET]``: dlib's ``tril_<diag, void, num, den>``."""
-    return tril_(diag, None, num, den)
-
-
 tril = layer_template("tril", tril_, diag=0, tag=zero_tag)
 tril_mask = layer_template("tril_mask", tril_, diag=0, tag=neg_infinity_tag)
-tril_diag = layer_template("tril_diag", _tril_diag)
+tril_diag = layer_template("tril_diag", tril_, tag=None)   # dlib's tril_<diag, void, num, den>
 
 
 class positional_encodings_(version_only, computational_layer):
@@ -160,6 +160,9 @@ class positional_encodings_(version_only, computational_layer):
 
     dot_name = "positional_encodings"
     _ser_version = "positional_encodings_"  # dlib stores nothing else (PE is rebuilt)
+
+    def template_args(self):
+        return {"sequence_dim": self.sequence_dim, "embedding_dim": self.embedding_dim}
 
     def __init__(self, sequence_dim=1, embedding_dim=1):
         super().__init__()
@@ -218,6 +221,9 @@ class embeddings_(computational_layer):
     parameter: backward updates it directly (see the module docstring) when the
     learning-rate multiplier is non-zero, and sends no gradient to the input.
     """
+
+    def template_args(self):
+        return {"num_embeddings": self.num_embeddings, "embedding_dim": self.embedding_dim}
 
     def __init__(self, num_embeddings, embedding_dim):
         super().__init__()

@@ -317,6 +317,9 @@ class loss_multimulticlass_log_(loss_layer):
     # net_type(labels): dlib's loss_multimulticlass_log_(const std::map<...>& labels)
     constructor_settings = {Mapping: "labels"}
 
+    def template_args(self):
+        return {"labels": self.possible_labels}
+
     def __init__(self, labels=None):
         name = "loss_multimulticlass_log_"
         if labels is None:
@@ -468,6 +471,9 @@ class loss_multibinary_log_(loss_layer):
     gradient is dlib's, which is not the exact derivative of its loss (the focal terms'
     sign and factor differ); dnnpy keeps dlib's. ``to_label``: the k raw scores.
     """
+
+    def template_args(self):
+        return {"gamma": self.gamma}
 
     def __init__(self, gamma=0.0):
         if isinstance(gamma, bool) or not isinstance(gamma, numbers.Real):

@@ -53,6 +53,9 @@ class loss_metric_(loss_layer):
 
     distributed_reduction = "gather"   # pairs across the whole mini-batch
 
+    def template_args(self):
+        return {"margin": self.margin, "dist_thresh": self.dist_thresh}
+
     def __init__(self, margin=0.04, dist_thresh=0.6):
         self.margin = _positive_float("loss_metric_", "margin", margin)
         self.dist_thresh = _positive_float("loss_metric_", "dist_thresh", dist_thresh)
@@ -205,6 +208,9 @@ class loss_barlow_twins_(loss_layer):
 
     eps = 1e-4  # dlib's fixed batch-normalisation epsilon for this loss
     distributed_reduction = "gather"   # batch statistics and cross-correlation of the batch
+
+    def template_args(self):
+        return {"lambda_": self.lambda_}
 
     def __init__(self, lambda_=0.0051):
         self.lambda_ = _positive_float("loss_barlow_twins_", "lambda", lambda_)

@@ -139,6 +139,9 @@ class loss_mmod_(loss_layer):
 
     constructor_settings = {mmod_options: "options"}   # net_type(options), as dlib's net_type net(options)
 
+    def template_args(self):
+        return {"options": self.options}
+
     def __init__(self, options=None):
         self.options = mmod_options() if options is None else options
 

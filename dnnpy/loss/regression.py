@@ -103,6 +103,9 @@ class loss_epsilon_insensitive_(loss_layer):
     # net_type(0.01): dlib's loss_epsilon_insensitive_(double eps) makes a bare number the loss's
     constructor_settings = {numbers.Real: "eps"}
 
+    def template_args(self):
+        return {"eps": self.eps}
+
     def __init__(self, eps=1.0):
         self.eps = self._check_eps(eps)
 
@@ -197,6 +200,9 @@ class loss_mean_squared_per_channel_and_pixel_(named_loss):
     """
 
     _printed = "loss_mean_squared_per_channel_and_pixel"
+
+    def template_args(self):
+        return {"num_channels": self.num_channels}
 
     def __init__(self, num_channels):
         self.num_channels = check_int("loss_mean_squared_per_channel_and_pixel_", "num_channels",
