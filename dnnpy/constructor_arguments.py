@@ -79,7 +79,17 @@ class pending_arguments:
                     f" Its {type(value).__name__} layers (layer<{'>, layer<'.join(map(str, same))}>) are "
                     f"above that point or declared with other template arguments.")
         else:
-            hint = (" A bare value goes to the first layer whose class is built from such a value "
+            takers = []
+            for j, n in enumerate(net.layers()):
+                details = getattr(n, "layer_details", getattr(n, "loss_details", None))
+                settings = getattr(details(), "constructor_settings", {}) if details else {}
+                kinds = [_PLAIN.get(c.__name__, c.__name__) for c in settings
+                         if c.__module__ in ("numbers", "collections.abc", "builtins")]
+                if kinds:
+                    takers.append(f"layer<{j}> {type(details()).__name__} takes a {' or '.join(kinds)}")
+            tried = (f" The layers taking a bare value: {'; '.join(takers)}." if takers else
+                     " No layer of this net takes a bare value.")
+            hint = tried + (" A bare value goes to the first layer whose class is built from such a value "
                     "in dlib (a number: prelu_, loss_epsilon_insensitive_; a dict: "
                     "loss_multimulticlass_log_); for other layers pass the layer object it "
                     "configures (e.g. loss_metric_(0.1) for the loss), or set it after "
@@ -93,6 +103,7 @@ class pending_arguments:
 
 
 NOTHING = object()
+_PLAIN = {"Real": "number", "Mapping": "dict"}     # a plain constructor setting, for a message
 
 
 def describe(value):
