@@ -55,7 +55,7 @@ from .errors import SerializationError
 from .layers.base import computational_layer
 from .onnx import export as onnx_export
 from .parsing import net_type_from_string
-from .serialization.files import (deserialize, load, not_a_net_reason, read_header, read_source,
+from .serialization.files import (build_header_net, deserialize, header_net_type, load, not_a_net_reason, read_header, read_source,
                                   solver_classes, to_bytes)
 from .serialization.primitives import Reader
 from .templates import skip_templates, tag_templates
@@ -222,14 +222,12 @@ def _sync_state(data, name, expr):
     ``decode_state`` and a ``dnn_trainer`` built for the file's net type), trying each solver
     type. Returns ``(trainer, state dict)``."""
 
-    try:
-        net_type = net_type_from_string(expr)
-    except ValueError as e:
-        raise SerializationError(f"{name}: the sync file's net type {expr!r} cannot be rebuilt: {e}"
-                                 f"{_IMPORT_HINT if 'unknown template' in str(e) else ''}") from None
+    r = Reader(data, name)
+    read_header(r)
+    net_type = header_net_type(r, expr)[0]
     errors = []
     for solver_name, cls in solver_classes().items():
-        trainer = dnn_trainer(net_type(), cls())
+        trainer = dnn_trainer(build_header_net(r, net_type, expr), cls())
         try:
             state = sync.decode_state(data, name, trainer)
         except SerializationError as e:
@@ -245,9 +243,6 @@ def _sync_state(data, name, expr):
 def _error_offset(e):
     m = re.search(r"at byte offset (\d+)\)", str(e))
     return int(m.group(1)) if m else -1
-
-
-_IMPORT_HINT = " (a layer of your own? pass --import MODULE, the module that defines it)"
 
 
 def _describe_sync(data, name, expr, out):

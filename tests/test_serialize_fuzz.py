@@ -140,6 +140,42 @@ def test_load_refuses_a_huge_repeat_count_in_the_header():
     assert time.monotonic() - start < 5
 
 
+
+_HUGE = "loss_mean_squared[repeat[1000000000000, relu[SUBNET], input[float32]]]"
+_DEEP = "relu[" * 5000 + "input[float32]" + "]" * 5000
+
+
+@pytest.mark.parametrize("case", ["load", "objects", "objects-map", "cli-info"])
+@pytest.mark.parametrize("expr", [_HUGE, _DEEP, "," * 10_000_000, "relu[" * 400 + "input[float32]" + "]" * 400],
+                         ids=["repeat-1e12", "5000-deep", "10MB-of-commas", "400-deep"])
+def test_every_header_reader_refuses_a_hostile_type_at_once(case, expr, tmp_path, capsys):
+    """Every path that rebuilds a net type named in a file (load, deserialize_objects, a map
+    of nets, dnnpy info on a trainer's sync file) parses it with one length and depth cap
+    and refuses more layers than the bytes that follow could hold, before building any: a
+    SerializationError naming the file within a second, the message not the whole header."""
+    from dnnpy.cli import main
+    from dnnpy.serialization import with_header
+    kind, text = {"load": ("net", expr), "objects": ("objects", "net " + expr),
+                  "objects-map": ("objects", "map_net " + expr),
+                  "cli-info": ("dnn_trainer", expr)}[case]
+    path = tmp_path / "hostile.dnnpy"
+    path.write_bytes(with_header(kind, text, b"\x01" * 10))
+    start = time.monotonic()
+    if case == "cli-info":
+        assert main(["info", str(path)]) == 1
+        message = capsys.readouterr().err
+    else:
+        read = dnnpy.load if case == "load" else dnnpy.deserialize_objects
+        with pytest.raises(SerializationError) as e:
+            read(str(path))
+        message = str(e.value)
+    assert time.monotonic() - start < 1.5
+    assert str(path) in message and len(message) < 2000
+    assert any(why in message for why in ("repeat counts included", "nested over 500 deep",
+                                           "characters, over the", "nested deeper than a net",
+                                           "unexpected ','"))
+
+
 def test_fuzz_trainer_sync_state():
     """Truncated or mutated trainer sync files: a SerializationError and an unchanged trainer,
     or a clean load; never another exception."""

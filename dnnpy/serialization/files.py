@@ -49,7 +49,8 @@ __all__ = ["serialize", "deserialize", "load", "to_bytes", "from_bytes", "atomic
            "write_solvers", "read_solvers_staged", "with_header", "read_header", "MAGIC",
            "FORMAT_VERSION", "READABLE_VERSIONS", "read_source", "not_a_net_reason",
            "solver_classes", "object_kind", "write_body", "stage_object", "warn_about_overrides", "default_format",
-           "cleaned", "solver_from_name", "refuse_plainly_not_a_net"]
+           "cleaned", "solver_from_name", "refuse_plainly_not_a_net", "node_count", "header_net_type",
+           "build_header_net"]
 
 MAGIC = b"DNNPY\0"
 FORMAT_VERSION = 2              # the version written
@@ -425,20 +426,69 @@ def deserialize(path_or_file, obj):
     return from_bytes(data, obj, name)
 
 
-def _node_count(net_type, cap):
+def node_count(net_type, cap):
     """The number of wrapper nodes ``net_type()`` builds (each ``repeat`` copy counted), or
     some number above ``cap`` as soon as it exceeds it: a repeat count in a corrupted or
-    hostile header must not make ``load`` build millions of layers before the read fails."""
+    hostile header must not make a reader build millions of layers before the read fails."""
     count = 0
     while isinstance(net_type, NetType):
         count += 1
         if net_type.template is repeat:
             reps, block = net_type.args
-            count += reps * _node_count(block, cap)
+            count += reps * node_count(block, cap)
         if count > cap:
             return count
         net_type = net_type.subnet
     return count
+
+
+def header_net_type(r: Reader, expr, budget=None):
+    """The net type a dnnpy header names (``expr``), for every reader that rebuilds one
+    (``load``, ``deserialize_objects``, ``dnnpy info`` on a trainer's sync file): parsed with
+    the parser's length and depth caps, and refused when it has more layers (repeat counts
+    included) than ``budget`` bytes could hold (default: the bytes that follow ``r``'s
+    position; every layer takes at least one), before any layer is built. Returns ``(net
+    type, its layer count)``; raises ``SerializationError`` naming the file."""
+    budget = r.remaining() if budget is None else budget
+    try:
+        net_type = net_type_from_string(expr)
+    except Exception as e:  # noqa: BLE001 - a ValueError from the parser; never anything else out
+        hint = ""
+        if "unknown template" in str(e):
+            hint = (" (a layer, loss or input of your own? import the module that defines it "
+                    "before loading: its template registers the name; with the command "
+                    "line, dnnpy info --import MODULE)")
+        raise SerializationError(f"{r.what}: the file's net type {_quoted(expr)} cannot be rebuilt: "
+                                 f"{e}{hint}") from e
+    nodes = node_count(net_type, budget)
+    if nodes > budget:
+        raise r.error(f"the file's net type {_quoted(expr)} has "
+                      f"{nodes if nodes < 1 << 62 else 'over 2**62'} layers (repeat counts "
+                      f"included) but only {budget} bytes are left for them, and every layer "
+                      f"takes at least one")
+    return net_type, nodes
+
+
+def build_header_net(r: Reader, net_type, expr):
+    """``net_type()`` for a reader (``expr``: the header's text of it), any failure a
+    ``SerializationError`` naming the file."""
+    try:
+        return net_type()
+    except RecursionError as e:
+        raise SerializationError(f"{r.what}: cannot construct the file's net type {_quoted(expr)}: "
+                                 f"it is nested deeper than a net dnnpy can build (Python's "
+                                 f"recursion limit)") from e
+    except Exception as e:  # noqa: BLE001 - whatever a layer's constructor raised
+        raise SerializationError(f"{r.what}: cannot construct the file's net type "
+                                 f"{_quoted(expr)}: {type(e).__name__}: {e}") from e
+
+
+def _quoted(expr, limit=200):
+    """A type expression from a file, for a message: at most ``limit`` characters (a text in
+    parentheses as it is)."""
+    if expr.startswith("("):
+        return expr
+    return repr(expr) if len(expr) <= limit else repr(expr[:limit]) + f"... ({len(expr)} characters)"
 
 
 def load(path_or_file):
@@ -457,26 +507,7 @@ def load(path_or_file):
                                  f"the net and use dnnpy.deserialize(path, net_type())")
     kind, expr = header
     if kind == "net":
-        try:
-            net_type = net_type_from_string(expr)
-        except Exception as e:  # noqa: BLE001
-            hint = ""
-            if "unknown template" in str(e):
-                hint = (" (a layer, loss or input of your own? import the module that defines it "
-                        "before loading: its template registers the name; with the command "
-                        "line, dnnpy info --import MODULE)")
-            raise SerializationError(f"{name}: the file's net type {expr!r} cannot be rebuilt: "
-                                     f"{e}{hint}") from e
-        nodes = _node_count(net_type, r.remaining())
-        if nodes > r.remaining():
-            raise r.error(f"the file's net type {expr} has {nodes if nodes < 1 << 62 else 'over 2**62'} "
-                          f"layers (repeat counts included) but only {r.remaining()} bytes follow, "
-                          f"and every layer takes at least one")
-        try:
-            obj = net_type()
-        except Exception as e:  # noqa: BLE001
-            raise SerializationError(f"{name}: cannot construct the file's net type {expr}: "
-                                     f"{type(e).__name__}: {e}") from e
+        obj = build_header_net(r, header_net_type(r, expr)[0], expr)
     elif kind == "solver":
         obj = solver_from_name(r, expr)
     elif kind == "solvers":

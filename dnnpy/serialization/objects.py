@@ -37,11 +37,10 @@ import numpy as np
 from ..atomic import atomic_write
 from ..core import net_node
 from ..errors import SerializationError
-from ..parsing import net_type_from_string
 from ..templates import NetType
-from .files import (FORMATS, cleaned, default_format, object_kind, read_header, read_source,
-                    refuse_plainly_not_a_net, solver_from_name, stage_object, warn_about_overrides, with_header,
-                    write_body)
+from .files import (FORMATS, build_header_net, cleaned, default_format, header_net_type, node_count,
+                    object_kind, read_header, read_source, refuse_plainly_not_a_net, solver_from_name,
+                    stage_object, warn_about_overrides, with_header, write_body)
 from .net import read_net_staged, write_net
 from .primitives import Reader, Writer
 
@@ -176,9 +175,13 @@ def _read_plain(r, kind):
 def _read_net_map(r, net_type):
     start = r.pos
     out = {}
+    nodes = node_count(net_type, r.remaining())
     for _ in range(_count(r, "map entries", start)):
         key = r.string("a map key")
-        net = net_type()
+        if nodes > r.remaining():       # each entry's net takes a byte per layer at least
+            raise r.error(f"a map entry's net type has {nodes} layers but only {r.remaining()} "
+                          f"bytes remain")
+        net = build_header_net(r, net_type, "(the map's)")
         read_net_staged(r, net)()       # a new net: nobody else holds it
         warn_about_overrides(net, r.what)
         out[key] = net
@@ -229,7 +232,7 @@ def _stage(r, target, entry, i):
         nets = _read_net_map(r, typing.get_args(target)[1])
         return lambda: nets
     if isinstance(target, NetType):
-        target = target()
+        target = build_header_net(r, target, expr)
     commit = stage_object(r, target, entry)
     return lambda: (commit(), target)[1]
 
@@ -237,10 +240,12 @@ def _stage(r, target, entry, i):
 def _targets_from_header(r, entries):
     """What to read each object of a dnnpy file into, from its header lines."""
     out = []
+    budget = r.remaining()          # the nets of all objects share the bytes that follow
     for i, (kind, expr) in enumerate(entries):
         try:
             if kind in ("net", "map_net"):
-                t = net_type_from_string(expr)
+                t, nodes = header_net_type(r, expr, budget)
+                budget -= nodes if kind == "net" else 0     # a map may be empty
                 out.append(t if kind == "net" else dict[str, t])
             elif kind == "solver":
                 out.append(solver_from_name(r, expr))

@@ -242,7 +242,8 @@ class Reader:
         except SerializationError:
             raise
         if found not in expected:
-            raise self.error(f"expected {label}, found {found!r}", start)
+            shown = repr(found) if len(found) <= 100 else f"{found[:100]!r}... ({len(found)} characters)"
+            raise self.error(f"expected {label}, found {shown}", start)
         return found
 
     def version_string(self, obj, *expected):
