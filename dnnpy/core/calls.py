@@ -11,13 +11,14 @@ and traceback.
 from __future__ import annotations
 
 import contextlib
+import threading
 
 import numpy as np
 
 from ..errors import EvaluationWarning, warn
 from ..tensor import resizable_tensor, tensor
 
-__all__ = ["blame", "naming_layers", "check_solvers", "as_gradient", "as_input_tensor", "split",
+__all__ = ["blame", "naming_layers", "net_lock", "running", "check_solvers", "as_gradient", "as_input_tensor", "split",
            "hint_if_training_net"]
 
 _hinted = False
@@ -65,19 +66,71 @@ def _renamed(e, message):
     return new.with_traceback(e.__traceback__)
 
 
+class net_lock:
+    """The lock of one net (held by its ``input_node``, the one node every node of the net
+    reaches): the public calls that run or change the net hold it, so calls from several
+    threads on one net take turns instead of overwriting each other's activations (a
+    forward keeps them in the layers). Re-entrant: a call may make others. A copy of the
+    net (``copy.deepcopy``, pickle) gets a lock of its own, so copies run in parallel."""
+
+    __slots__ = ("_lock",)
+
+    def __init__(self):
+        self._lock = threading.RLock()
+
+    def __enter__(self):
+        self._lock.acquire()
+        return self
+
+    def __exit__(self, *exc):
+        self._lock.release()
+
+    def __copy__(self):             # a shallow copy shares the layers, so the lock too
+        return self
+
+    def __deepcopy__(self, memo):
+        return net_lock()
+
+    def __reduce__(self):
+        return net_lock, ()
+
+
 @contextlib.contextmanager
-def naming_layers(top):
+def running(top):
+    """A public call on the net of node ``top``: its lock held, errors naming the layer (as
+    ``naming_layers``; one context manager, as this is on every call's path)."""
+    lock = top.input_node().lock._lock
+    lock.acquire()
     try:
         yield
     except Exception as e:
-        blame = getattr(e, "_dnnpy_blame", None)
-        if blame is None or getattr(e, "_dnnpy_named", False):
-            raise
-        node, phase, shape = blame
-        index = top.index_of(node)
-        where = f"layer<{index}>" if index is not None else "a layer"
-        what = f" with {'input' if phase != 'backward' else 'gradient input'}{shape}" if shape else ""
-        raise _renamed(e, f"{where} {node._name()} ({phase}{what}): {e}") from None
+        _name_the_layer(top, e)
+        raise
+    finally:
+        lock.release()
+
+
+@contextlib.contextmanager
+def naming_layers(top):
+    """Errors raised inside ``top``'s layers renamed to name the layer (module docstring)."""
+    try:
+        yield
+    except Exception as e:
+        _name_the_layer(top, e)
+        raise
+
+
+def _name_the_layer(top, e):
+    """Raise ``e`` renamed ``layer<i> <class> (<phase> ...): <message>`` when a layer marked
+    it (``blame``) and it is not named yet; else return (the caller re-raises it)."""
+    blame = getattr(e, "_dnnpy_blame", None)
+    if blame is None or getattr(e, "_dnnpy_named", False):
+        return
+    node, phase, shape = blame
+    index = top.index_of(node)
+    where = f"layer<{index}>" if index is not None else "a layer"
+    what = f" with {'input' if phase != 'backward' else 'gradient input'}{shape}" if shape else ""
+    raise _renamed(e, f"{where} {node._name()} ({phase}{what}): {e}") from None
 
 
 def check_solvers(solvers, count):

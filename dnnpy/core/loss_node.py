@@ -8,7 +8,7 @@ import inspect
 import numpy as np
 
 from ..tensor import resizable_tensor, tensor
-from .calls import blame, hint_if_training_net, naming_layers, split
+from .calls import blame, hint_if_training_net, running, split
 from .nodes import net_node, subnet_wrapper
 
 __all__ = ["add_loss_layer"]
@@ -61,8 +61,8 @@ class add_loss_layer(net_node):
         if not hasattr(self._loss, "to_label"):
             raise TypeError(f"{self._name()} gives no labels (as in dlib, it has no to_label): run the "
                             f"part below the loss, net.subnet()(batch)")
-        x = self._as_tensor(batch)
-        with naming_layers(self):
+        with running(self):
+            x = self._as_tensor(batch)
             self._subnet._forward(x)
             try:
                 return self._loss.to_label(x, self._wsub, *args, **kwargs)
@@ -147,8 +147,9 @@ class add_loss_layer(net_node):
         if batch_size is None or isinstance(data, tensor):
             return self._labels(data, args, kwargs)
         labels = []
-        for piece in split(data, batch_size):
-            labels.extend(self._labels(piece, args, kwargs))
+        with self.input_node().lock:        # the pieces of one call run together
+            for piece in split(data, batch_size):
+                labels.extend(self._labels(piece, args, kwargs))
         return labels
 
     def process(self, data, *args, batch_size=None, **kwargs):
@@ -175,8 +176,8 @@ class add_loss_layer(net_node):
     def compute_loss(self, batch, labels=None) -> float:
         """Forward, then the loss; ASSIGNS the top layer's gradient input. ``labels`` is
         None for unsupervised losses."""
-        x = self._as_tensor(batch)
-        with naming_layers(self):
+        with running(self):
+            x = self._as_tensor(batch)
             self._subnet._forward(x)
             return self._loss_value(x, labels)
 
@@ -193,8 +194,8 @@ class add_loss_layer(net_node):
     def compute_parameter_gradients(self, batch, labels=None, zero_grads=True) -> float:
         """``compute_loss`` then backpropagation; returns the loss. Every layer's
         ``get_parameter_gradient()`` then holds its gradient."""
-        x = self._as_tensor(batch)
-        with naming_layers(self):
+        with running(self):
+            x = self._as_tensor(batch)
             self._subnet._forward(x)
             loss = self._loss_value(x, labels)
             self._subnet._backward(x, zero_grads=zero_grads)

@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import tensor_tools as tt
 from ..tensor import read_only_view, resizable_tensor, tensor
-from .calls import as_gradient, as_input_tensor, check_solvers, hint_if_training_net, naming_layers, split
+from .calls import as_gradient, as_input_tensor, check_solvers, hint_if_training_net, net_lock, running, split
 
 __all__ = ["net_node", "subnet_wrapper", "wrapper_state", "input_node", "add_tag_layer",
            "add_skip_layer", "layer", "input_layer", "net_layers", "computational_nodes",
@@ -143,7 +143,7 @@ class net_node:
         returns this node's output as a ``read_only_view`` (valid until the next pass;
         ``.numpy()`` copies it)."""
         x = as_input_tensor(x, "forward")
-        with naming_layers(self):
+        with running(self):
             self._forward(x)
         return read_only_view(self._private_get_output(), f"the output of {self._name()}")
 
@@ -158,12 +158,12 @@ class net_node:
             batch = [batch]
         pieces = [batch] if batch_size is None else split(batch, batch_size)
         outs = []
-        for piece in pieces:
-            x = self.to_tensor(piece, getattr(self, "_batch_tensor", None))
-            self._batch_tensor = x
-            with naming_layers(self):
+        with running(self):
+            for piece in pieces:
+                x = self.to_tensor(piece, getattr(self, "_batch_tensor", None))
+                self._batch_tensor = x
                 self._forward(x)
-            outs.append(self._private_get_output().numpy())
+                outs.append(self._private_get_output().numpy())
         return outs[0] if len(outs) == 1 else np.concatenate(outs, axis=0)
 
     def back_propagate_error(self, x, gradient_input=None, zero_grads=True):
@@ -171,11 +171,11 @@ class net_node:
         loss writes it) through the net, computing every layer's parameter gradient and the
         gradient with respect to the input. ``x`` is the tensor given to the last
         ``forward``; ``gradient_input`` a tensor or numpy array of the output's shape."""
-        self._check_backward(x)
-        if gradient_input is not None:
-            gradient_input = as_gradient(gradient_input, self._private_get_output().shape,
-                                          "back_propagate_error")
-        with naming_layers(self):
+        with running(self):
+            self._check_backward(x)
+            if gradient_input is not None:
+                gradient_input = as_gradient(gradient_input, self._private_get_output().shape,
+                                              "back_propagate_error")
             self._backward(x, gradient_input, zero_grads)
 
     def _check_backward(self, x):
@@ -215,12 +215,13 @@ class net_node:
             raise ValueError(f"update_parameters: learning_rate must be > 0, got {learning_rate}")
         nodes = computational_nodes(self)
         check_solvers(solvers, len(nodes))
-        for node, solver in zip(nodes, solvers):
-            grad, details = node.get_parameter_gradient(), node.layer_details()
-            lr_mult = getattr(details, "get_learning_rate_multiplier", None)
-            if grad.size() != 0 and (lr_mult is None or lr_mult() != 0):
-                step = solver(learning_rate, details, grad)
-                tt.add(1, details.get_layer_params(), 1, step)
+        with self.input_node().lock:
+            for node, solver in zip(nodes, solvers):
+                grad, details = node.get_parameter_gradient(), node.layer_details()
+                lr_mult = getattr(details, "get_learning_rate_multiplier", None)
+                if grad.size() != 0 and (lr_mult is None or lr_mult() != 0):
+                    step = solver(learning_rate, details, grad)
+                    tt.add(1, details.get_layer_params(), 1, step)
 
     def get_parameter_gradient(self) -> tensor:
         """This layer's parameter gradient from the last backward pass (empty for nodes
@@ -327,6 +328,7 @@ class input_node(net_node):
 
     def __init__(self, input_layer):
         self._input_layer = input_layer
+        self.lock = net_lock()      # the whole net's: every node reaches this one (calls.py)
         self._x = None
         self.grad_final = resizable_tensor()
         self._grad_stale = True

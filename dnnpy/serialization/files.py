@@ -32,6 +32,7 @@ input was consumed and is atomic: on any error the target is unchanged.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import zlib
@@ -158,10 +159,10 @@ def to_bytes(obj, format="dnnpy", clean=True) -> bytes:
         raise SerializationError("serialize: this net was not built from a net type (it has no "
                                  "net_type), so the dnnpy header cannot name its type; use "
                                  "format='dlib'")
-    if clean:
-        obj = cleaned(obj)
     w = Writer()
-    write_body(w, obj, kind)
+    # a net another thread trains or runs is read between its calls (core/calls.py's lock)
+    with obj.input_node().lock if isinstance(obj, net_node) else contextlib.nullcontext():
+        write_body(w, cleaned(obj) if clean else obj, kind)
     if format == "dlib":
         return w.bytes()
     return with_header(kind, expr, w.buffer)

@@ -585,13 +585,16 @@ class dnn_trainer:
 
     def _train_job(self, data, labels, n, where):
         # one process: the whole batch; several: this rank's chunk, combined (data_parallel.py)
-        loss = self._replicas.compute_parameter_gradients(data, labels, n, where, self._convert)
-        self._guard.record_step(loss)
-        self._record_loss(loss)
-        self._display.count_samples(n)
-        if math.isfinite(loss):
-            self._net.update_parameters(self._solvers, self._learning_rate)
-        # else the gradients are garbage: skip the update; the next sync point reloads
+        # the whole step holds the net's lock: a net(x) from another thread runs between
+        # steps, never between this step's forward, backward and update (core/calls.py)
+        with self._net.input_node().lock:
+            loss = self._replicas.compute_parameter_gradients(data, labels, n, where, self._convert)
+            self._guard.record_step(loss)
+            self._record_loss(loss)
+            self._display.count_samples(n)
+            if math.isfinite(loss):
+                self._net.update_parameters(self._solvers, self._learning_rate)
+            # else the gradients are garbage: skip the update; the next sync point reloads
 
         if (self._gradient_check_budget > self._iter_without_progress_thresh
                 and self._learning_rate_shrink != 1):
@@ -613,7 +616,8 @@ class dnn_trainer:
         return loss
 
     def _test_job(self, data, labels, n, where):
-        loss = self._replicas.compute_loss(data, labels, n, where, self._convert)
+        with self._net.input_node().lock:
+            loss = self._replicas.compute_loss(data, labels, n, where, self._convert)
         self._record_test_loss(loss)
         if self._learning_rate_shrink != 1:
             self._test_steps_without_progress = steps_without_progress(
