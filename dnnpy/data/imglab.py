@@ -487,8 +487,7 @@ def shrink_big_image(img, rects, box_area_thresh):
 
 def default_loader(path):
     """The loader ``load_image_dataset`` uses when none is given: ``dnnpy.image.load_image``
-    as an RGB image (dlib's ``matrix<rgb_pixel>``): any PNG without dependencies, other
-    formats with Pillow (``dnnpy[images]``)."""
+    as an RGB image (dlib's ``matrix<rgb_pixel>``), any format Pillow reads."""
     return load_image(path)
 
 

@@ -1,11 +1,10 @@
 """Image files: dlib's ``load_image`` (``load_rgb_image``, ``load_grayscale_image``,
-``load_rgb_alpha_image`` of dlib's Python bindings), ``save_png`` and ``save_jpeg``.
+``load_rgb_alpha_image`` of dlib's Python bindings), ``save_png`` and ``save_jpeg``, through
+Pillow (a dependency of dnnpy, as numpy is).
 
-The format is found from the file's first bytes, not its name. Pillow (the optional extra
-``pip install "dnnpy[images]"``) reads every format when it is installed; without it dnnpy's own
-PNG reader (:mod:`dnnpy.png`) reads PNG files and any other format raises an ``ImportError``
-that says what to install. Both paths give the same arrays: the conversion to the requested
-mode is dnnpy's own, following dlib's pixel assignment rules (``dlib/pixel.h``):
+The format is found from the file's first bytes, not its name. Pillow decodes every format
+(PNG, JPEG, BMP, GIF, WebP, TIFF, ...); the conversion to the requested mode is dnnpy's own,
+following dlib's pixel assignment rules (``dlib/pixel.h``):
 
 - ``"RGB"`` (H x W x 3): gray is replicated; gray+alpha drops the alpha; RGBA is composited
   over black as dlib does (``c * a >> 8``, and ``c`` itself where ``a == 255``).
@@ -16,48 +15,79 @@ mode is dnnpy's own, following dlib's pixel assignment rules (``dlib/pixel.h``):
 16-bit samples become 8-bit by ``v >> 8`` (dlib saturates 16-bit gray at 255 and keeps the low
 byte of 16-bit colour, which darkens or scrambles such files; dnnpy keeps their meaning).
 EXIF orientation is applied by default (``respect_exif=True``; dlib ignores it: pass False for
-dlib's pixels). Pillow reads it from JPEG, PNG, WebP ...; dnnpy's PNG reader from PNG's eXIf chunk.
+dlib's pixels).
+
+A file is refused before it is decoded when its header declares more pixels than
+``get_max_image_pixels()`` (Pillow's decompression-bomb limit, 89.5 M, by default;
+``set_max_image_pixels`` changes it): a few hundred bytes can declare gigabytes of pixels.
 """
 
 from __future__ import annotations
 
-import importlib
+import io
 import os
+import warnings
 
 import numpy as np
 
-from .. import png
+from ..atomic import atomic_write
 
 __all__ = ["load_image", "load_rgb_image", "load_grayscale_image", "load_rgb_alpha_image",
-           "save_png", "save_jpeg", "image_file_type", "pillow_available"]
+           "save_png", "save_jpeg", "image_file_type", "pillow_available", "read_image",
+           "get_max_image_pixels", "set_max_image_pixels", "encode_png", "PNG_SIGNATURE"]
 
-_INSTALL = 'pip install "dnnpy[images]"'
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _MODES = ("RGB", "L", "RGBA")
+_DEFAULT_MAX_PIXELS = 89_478_485      # Pillow's Image.MAX_IMAGE_PIXELS: 1024 * 1024 * 1024 // 4 // 3
+_max_pixels = _DEFAULT_MAX_PIXELS
 
 
 def _pillow():
-    """Pillow's ``Image`` module, or None when Pillow is not installed (looked up once)."""
-    if "image" not in _pillow_cache:
-        try:
-            _pillow_cache["image"] = importlib.import_module("PIL.Image")
-        except ImportError:
-            _pillow_cache["image"] = None
-    return _pillow_cache["image"]
-
-
-_pillow_cache: dict = {}
+    """Pillow's ``Image`` module (imported on first use: it is a dependency of dnnpy)."""
+    try:
+        from PIL import Image
+    except ImportError as e:     # a broken install: Pillow is in dnnpy's requirements
+        raise ImportError(f"dnnpy reads and writes images with Pillow, which is missing "
+                          f"(pip install pillow): {e}") from e
+    return Image
 
 
 def pillow_available() -> bool:
-    """Whether Pillow (the ``images`` extra) is installed, so that :func:`load_image` reads
-    JPEG, BMP, GIF, WebP ... and :func:`save_jpeg` works."""
-    return _pillow() is not None
+    """Whether Pillow can be imported (it is a dependency of dnnpy, so True unless the
+    install is broken)."""
+    try:
+        _pillow()
+    except ImportError:
+        return False
+    return True
+
+
+def get_max_image_pixels():
+    """The most pixels (width x height) a file may declare for ``load_image`` to decode it,
+    or None for no limit."""
+    return _max_pixels
+
+
+def set_max_image_pixels(limit):
+    """Set the most pixels (width x height) an image file may declare (default 89,478,485,
+    Pillow's decompression-bomb limit; about 9459 x 9459); None removes the limit. A file over
+    it is refused from its header, before any decoding. The setting is process-wide and also
+    raises Pillow's own ``PIL.Image.MAX_IMAGE_PIXELS`` to the limit when it is lower (Pillow
+    refuses images over twice its limit by itself)."""
+    global _max_pixels
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, np.integer))
+                              or limit < 1):
+        raise ValueError(f"set_max_image_pixels: the limit must be an integer >= 1 or None, got {limit!r}")
+    _max_pixels = None if limit is None else int(limit)
+    Image = _pillow()
+    if _max_pixels is None or (Image.MAX_IMAGE_PIXELS is not None and Image.MAX_IMAGE_PIXELS < _max_pixels):
+        Image.MAX_IMAGE_PIXELS = _max_pixels
 
 
 def image_file_type(header: bytes) -> str:
     """The image format from a file's first bytes (16 are enough): ``"png"``, ``"jpeg"``,
     ``"bmp"``, ``"gif"``, ``"webp"``, ``"tiff"`` or ``"unknown"`` (dlib's ``image_file_type``)."""
-    if header.startswith(png.PNG_SIGNATURE):
+    if header.startswith(PNG_SIGNATURE):
         return "png"
     if header.startswith(b"\xff\xd8\xff"):
         return "jpeg"
@@ -72,30 +102,90 @@ def image_file_type(header: bytes) -> str:
     return "unknown"
 
 
-def _orient(a: np.ndarray, orientation: int) -> np.ndarray:
-    """Applies an EXIF orientation (1..8) to an H x W [x C] array, as a viewer would."""
-    ops = {2: lambda x: x[:, ::-1], 3: lambda x: x[::-1, ::-1], 4: lambda x: x[::-1],
-           5: lambda x: x.swapaxes(0, 1), 6: lambda x: x.swapaxes(0, 1)[:, ::-1],
-           7: lambda x: x.swapaxes(0, 1)[::-1, ::-1], 8: lambda x: x.swapaxes(0, 1)[::-1]}
-    return np.ascontiguousarray(ops[orientation](a)) if orientation in ops else a
+def read_image(source, name=None, respect_exif=True) -> np.ndarray:
+    """An image file's own channels: H x W (gray), H x W x 2 (gray+alpha), H x W x 3 (RGB) or
+    H x W x 4 (RGBA, also for a palette or key colour with transparency); uint8, or uint16
+    for 16-bit gray. ``source``: a path, the file's bytes or a binary file object; ``name``
+    (default: the path) names it in errors. Raises ``FileNotFoundError``/``OSError`` naming
+    the path when it cannot be read, and ``ValueError`` naming the file for anything else: an
+    unknown format (with its first bytes), a broken or truncated file, or more pixels than
+    ``get_max_image_pixels()``."""
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return _decode(io.BytesIO(source), name or "<bytes>", respect_exif)
+    if hasattr(source, "read"):
+        return _decode(source, name or getattr(source, "name", "<stream>"), respect_exif)
+    path = os.fspath(source)
+    try:
+        f = open(path, "rb")
+    except FileNotFoundError as e:
+        raise FileNotFoundError(f"load_image: no such file: {path}") from e
+    except OSError as e:
+        raise OSError(f"load_image: cannot read {path}: {e.strerror or e}") from e
+    with f:
+        return _decode(f, name or path, respect_exif)
 
 
-def _read_pillow(Image, path: str, respect_exif: bool) -> np.ndarray:
-    """The file through Pillow, as gray, gray+alpha, RGB or RGBA; 8-bit or uint16."""
-    with Image.open(path) as im:
-        im.load()
-        if respect_exif:
-            ImageOps = importlib.import_module("PIL.ImageOps")
-            im = ImageOps.exif_transpose(im)
-        mode = im.mode
-        if mode in ("L", "LA", "RGB", "RGBA"):
-            return np.asarray(im)
-        if mode.startswith("I;16") or mode == "I":
-            return np.asarray(im).astype(np.uint32).clip(0, 65535).astype(np.uint16)
-        if mode == "1":
-            return np.asarray(im.convert("L"))
-        has_alpha = mode in ("PA", "La") or "transparency" in im.info or mode.endswith("A")
-        return np.asarray(im.convert("RGBA" if has_alpha else "RGB"))
+def _decode(f, name, respect_exif):
+    Image = _pillow()
+    header = f.read(16)
+    f.seek(0)
+    kind = image_file_type(header)
+    try:
+        with warnings.catch_warnings():      # over the limit is refused below, not warned of
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            im = Image.open(f)
+    except Image.DecompressionBombError as e:
+        raise ValueError(f"load_image: {name} is over the pixel limit: {e} (a decompression "
+                         f"bomb, or a very large image: dnnpy.image.set_max_image_pixels(n) "
+                         f"raises the limit)") from None
+    except Exception as e:  # noqa: BLE001 - Pillow's errors for an unknown or broken file
+        if kind == "unknown":
+            raise ValueError(f"load_image: {name} is not an image file dnnpy can read "
+                             f"(unrecognised format; first bytes {header[:8]!r})") from e
+        raise ValueError(f"load_image: cannot decode {name} ({kind}): {e}") from e
+    with im:
+        width, height = im.size
+        if _max_pixels is not None and width * height > _max_pixels:
+            raise ValueError(f"load_image: {name} is {width} x {height} = {width * height} pixels, "
+                             f"over the limit of {_max_pixels} (a decompression bomb, or a very "
+                             f"large image: dnnpy.image.set_max_image_pixels(n) raises the limit)")
+        rawmode = im.tile[0][3] if im.tile and isinstance(im.tile[0][3], str) else ""
+        try:
+            im.load()
+            return _channels(im, rawmode, respect_exif)
+        except Exception as e:  # noqa: BLE001 - truncated data, a bad CRC, zlib errors ...
+            raise ValueError(f"load_image: cannot decode {name} ({kind}): {type(e).__name__}: {e}") from e
+
+
+def _channels(im, rawmode, respect_exif):
+    """A loaded Pillow image as gray, gray+alpha, RGB or RGBA (8-bit; 16-bit gray as uint16),
+    with a tRNS key colour as an alpha channel (as libpng's tRNS expansion, which dlib uses).
+    ``rawmode``: how the file stores its samples (``"L;2"``, ``"LA;16B"`` ...)."""
+    if respect_exif:
+        from PIL import ImageOps
+        im = ImageOps.exif_transpose(im)
+    mode, key = im.mode, im.info.get("transparency")
+    if mode == "1":
+        im, mode = im.convert("L"), "L"
+    if mode in ("L", "I;16", "I;16B", "I"):
+        a = np.asarray(im)
+        if mode != "L":
+            a = a.astype(np.uint32).clip(0, 65535).astype(np.uint16)
+        if isinstance(key, int):     # Pillow keeps a 2- or 4-bit key in the file's units
+            top = np.iinfo(a.dtype).max
+            key *= {"L;2": 85, "L;4": 17}.get(rawmode, 1)
+            return np.stack([a, np.where(a == key, 0, top).astype(a.dtype)], axis=2)
+        return a
+    if mode == "RGBA" and rawmode == "LA;16B":   # Pillow widens 16-bit gray+alpha to RGBA
+        return np.ascontiguousarray(np.asarray(im)[:, :, [0, 3]])
+    if mode in ("LA", "RGBA") or (mode == "RGB" and key is None):
+        return np.asarray(im)
+    if mode == "RGB" and rawmode.endswith(";16B"):   # 16-bit key, 8-bit samples (high bytes)
+        a = np.asarray(im)
+        return np.concatenate([a, np.where((a == np.array(key) >> 8).all(axis=2, keepdims=True),
+                                           0, 255).astype(np.uint8)], axis=2)
+    has_alpha = key is not None or mode in ("PA", "La") or mode.endswith("A")
+    return np.asarray(im.convert("RGBA" if has_alpha else "RGB"))
 
 
 def _to_mode(a: np.ndarray, mode: str) -> np.ndarray:
@@ -129,46 +219,15 @@ def load_image(path, mode: str = "RGB", respect_exif: bool = True) -> np.ndarray
     """dlib's ``load_image``: reads an image file into a uint8 numpy array.
 
     ``mode``: ``"RGB"`` (H x W x 3, the default; dlib's ``matrix<rgb_pixel>``), ``"L"``
-    (H x W gray) or ``"RGBA"`` (H x W x 4). The format is found from the file's contents. PNG
-    needs nothing beyond numpy; JPEG, BMP, GIF (first frame), WebP, TIFF need Pillow
-    (``pip install "dnnpy[images]"``), which is used for every format when installed. See the
-    module docstring for the conversion rules. Raises ``FileNotFoundError`` / ``OSError`` naming
-    the path when it cannot be read, ``ValueError`` naming the path for a broken or unknown
-    file, ``ImportError`` when the format needs Pillow and it is missing.
+    (H x W gray) or ``"RGBA"`` (H x W x 4). The format is found from the file's contents
+    (PNG, JPEG, BMP, GIF: its first frame, WebP, TIFF ...). See the module docstring for the
+    conversion rules. Raises ``FileNotFoundError`` / ``OSError`` naming the path when it
+    cannot be read, ``ValueError`` naming the path for a broken, unknown or over-large file
+    (``read_image``).
     """
     if mode not in _MODES:
         raise ValueError(f"load_image: mode must be one of {_MODES}, got {mode!r}")
-    path = os.fspath(path)
-    try:
-        with open(path, "rb") as f:
-            header = f.read(16)
-    except FileNotFoundError as e:
-        raise FileNotFoundError(f"load_image: no such file: {path}") from e
-    except OSError as e:
-        raise OSError(f"load_image: cannot read {path}: {e.strerror or e}") from e
-    kind = image_file_type(header)
-    Image = _pillow()
-    if Image is not None:
-        try:
-            a = _read_pillow(Image, path, respect_exif)
-        except (OSError, ValueError, SyntaxError) as e:  # Pillow's errors for broken files
-            if kind == "unknown":
-                raise ValueError(f"load_image: {path} is not an image file dnnpy can read "
-                                 f"(unrecognised format; first bytes {header[:8]!r})") from e
-            raise ValueError(f"load_image: cannot decode {path} ({kind}): {e}") from e
-        return _to_mode(a, mode)
-    if kind == "png":
-        info: dict = {}
-        with open(path, "rb") as f:
-            a = png.decode_png(f.read(), path, info)
-        if respect_exif:
-            a = _orient(a, info["exif_orientation"])
-        return _to_mode(a, mode)
-    if kind == "unknown":
-        raise ValueError(f"load_image: {path} is not an image file dnnpy can read "
-                         f"(unrecognised format; first bytes {header[:8]!r})")
-    raise ImportError(f"load_image: {path} is a {kind.upper()} file; reading it needs Pillow: "
-                      f"{_INSTALL} (without it dnnpy reads PNG only)")
+    return _to_mode(read_image(path, respect_exif=respect_exif), mode)
 
 
 def load_rgb_image(path) -> np.ndarray:
@@ -186,25 +245,55 @@ def load_rgb_alpha_image(path) -> np.ndarray:
     return load_image(path, "RGBA")
 
 
-def save_png(img, path) -> str:
-    """dlib's ``save_png(img, file_name)``: H x W, H x W x 2, x 3 (RGB) or x 4 (RGBA) uint8;
-    no dependency beyond numpy. Returns the path."""
-    return png.save_png(img, path)
+_PNG_CHANNELS = {1: "L", 2: "LA", 3: "RGB", 4: "RGBA"}
+
+
+def _checked_png_image(image, op):
+    """``image`` as a C-contiguous H x W x C uint8 array (C = 1 to 4), or a clear error."""
+    a = np.asarray(image)
+    if a.dtype != np.uint8:
+        raise TypeError(f"{op}: the image must be uint8, got dtype {a.dtype} "
+                        f"(scale and convert it first, e.g. np.clip(x, 0, 255).astype(np.uint8))")
+    if a.ndim == 2:
+        a = a[:, :, None]
+    if a.ndim != 3 or a.shape[2] not in _PNG_CHANNELS:
+        raise ValueError(f"{op}: expected an H x W (gray), H x W x 2 (gray+alpha), H x W x 3 (RGB) "
+                         f"or H x W x 4 (RGBA) array, got shape {np.asarray(image).shape}")
+    if a.shape[0] == 0 or a.shape[1] == 0:
+        raise ValueError(f"{op}: the image is empty (shape {np.asarray(image).shape})")
+    return np.ascontiguousarray(a)
+
+
+def encode_png(image, compress_level: int = 6) -> bytes:
+    """The bytes of a PNG file holding ``image`` (H x W, or H x W x C uint8 with C = 2, 3, 4)."""
+    a = _checked_png_image(image, "encode_png")
+    im = _pillow().fromarray(a[:, :, 0] if a.shape[2] == 1 else a, _PNG_CHANNELS[a.shape[2]])
+    out = io.BytesIO()
+    im.save(out, format="PNG", compress_level=int(compress_level))
+    return out.getvalue()
+
+
+def save_png(img, path, compress_level: int = 6) -> str:
+    """dlib's ``save_png(img, file_name)``: H x W, H x W x 2, x 3 (RGB) or x 4 (RGBA) uint8.
+    Written atomically (a temporary file renamed over ``path``: a reader never sees half a
+    file). Returns the path."""
+    data = encode_png(img, compress_level)
+    path = os.fspath(path)
+    atomic_write(path, data)
+    return path
 
 
 def save_jpeg(img, path, quality: int = 75) -> str:
-    """dlib's ``save_jpeg(img, file_name, quality=75)``: H x W or H x W x 3 uint8, through
-    Pillow (``pip install "dnnpy[images]"``). Returns the path."""
-    Image = _pillow()
-    if Image is None:
-        raise ImportError(f"save_jpeg: writing JPEG files needs Pillow: {_INSTALL} "
-                          f"(save_png needs nothing)")
+    """dlib's ``save_jpeg(img, file_name, quality=75)``: H x W or H x W x 3 uint8, written
+    atomically. Returns the path."""
     a = np.asarray(img)
     if a.dtype != np.uint8 or not (a.ndim == 2 or (a.ndim == 3 and a.shape[2] == 3)) or a.size == 0:
         raise ValueError(f"save_jpeg: expected a non-empty H x W or H x W x 3 uint8 image, got "
                          f"shape {a.shape} dtype {a.dtype}")
     if not 0 <= int(quality) <= 100:
         raise ValueError(f"save_jpeg: quality must be in [0, 100], got {quality}")
+    out = io.BytesIO()
+    _pillow().fromarray(np.ascontiguousarray(a)).save(out, format="JPEG", quality=int(quality))
     path = os.fspath(path)
-    Image.fromarray(np.ascontiguousarray(a)).save(path, format="JPEG", quality=int(quality))
+    atomic_write(path, out.getvalue())
     return path
