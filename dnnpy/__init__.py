@@ -47,6 +47,7 @@ from .testing_loss import loss_test_results, test_loss
 from .training import TrainingDivergedError, dnn_trainer
 from .data import (average_precision, bpe_tokenizer, load_image_dataset, randomize_samples,
                    test_object_detection_function)
+from .landmarks import shape_predictor
 from .statistics import (count_steps_without_decrease, count_steps_without_decrease_robust,
                          count_steps_without_increase, probability_that_sequence_is_increasing,
                          probability_values_are_increasing, probability_values_are_increasing_robust,
@@ -71,7 +72,7 @@ __all__ = [
     "load_digits", "default_dtype",
     "serialize", "deserialize", "load", "serialize_objects", "deserialize_objects", "to_bytes",
     "from_bytes",
-    "dnn_trainer", "TrainingDivergedError", "randomize_samples", "load_image_dataset",
+    "dnn_trainer", "TrainingDivergedError", "randomize_samples", "load_image_dataset", "shape_predictor",
     "test_object_detection_function", "average_precision", "bpe_tokenizer", "running_stats", "running_stats_decayed", "running_gradient",
     "count_steps_without_decrease", "count_steps_without_decrease_robust",
     "count_steps_without_increase", "probability_values_are_increasing",

@@ -4,8 +4,8 @@ RGB), dlib's names and dlib's geometry types (``dnnpy.geometry``). One module pe
 transforms and interpolation; ``matrix_la``, dlib's own SVD and pinv behind them),
 ``chips`` (chip extraction), ``colors`` (colour jitter), ``resize`` (``resize_image``),
 ``pyramid`` (``pyramid_down``, tiled pyramids), ``geometry`` (flips, rotation, letterboxing,
-upsampling), ``jitter``
-(``jitter_image``), ``random_cropper`` (random training crops with their boxes)."""
+upsampling), ``jitter`` (``jitter_image``), ``random_cropper`` (random training crops with
+their boxes). dlib's ``shape_predictor`` is ``dnnpy.landmarks``."""
 
 from . import chips as _chips, colors as _colors, draw as _draw, geometry as _geometry, io as _io
 from . import jitter as _jitter, pyramid as _pyramid, random_cropper as _random_cropper

@@ -1,0 +1,464 @@
+"""dlib's ``shape_predictor`` (``dlib/image_processing/shape_predictor.h``): face (or any
+object's) landmarks from an image and a box, by a cascade of regression-tree forests
+(Kazemi & Sullivan 2014), read from dlib's files and run with numpy.
+
+    sp = dnnpy.shape_predictor("shape_predictor_68_face_landmarks.dat")
+    shape = sp(img, box)                  # a full_object_detection: shape.part(30), ...
+    shapes = sp.batch(img, boxes)         # many boxes (of one image or of several) at once
+
+What it computes, as dlib does (so the landmarks equal dlib's):
+
+* the shape starts as the mean shape, in box coordinates (the unit square is the box: its
+  left/top map to 0, right/bottom to 1; dlib's right and bottom are inclusive);
+* at each cascade level, the level's feature pixels (each an offset from one landmark of
+  the mean shape) move with the current shape by the least-squares similarity transform
+  from the mean shape (its 2x2 part, in float32), are mapped into the image and rounded
+  (``floor(v + 0.5)``), and read as grey levels: ``(r + g + b) // 3`` of an RGB image, 0
+  outside the image;
+* every tree of the level walks its splits (left when ``f[idx1] - f[idx2] > thresh``) to a
+  leaf, and the leaves are added to the shape in tree order, in float32;
+* the final shape is mapped into the image and rounded to integer points.
+
+The float32 sums run in dlib's order (a cumulative sum over the trees), so the results are
+dlib's bit for bit wherever the 2x2 similarity, computed here in closed form, rounds to the
+same float32 as dlib's SVD-based one (tests/test_shape_predictor.py measures it).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import numpy as np
+
+from .atomic import atomic_write
+from .errors import SerializationError
+from .geometry import full_object_detection, rectangle
+from .image.matrix_la import pinv
+from .serialization.files import MAGIC, not_a_net_reason
+from .serialization.packed import decode_ints, encode_ints, from_floats, to_floats, token_starts
+
+__all__ = ["shape_predictor"]
+
+# dlib's unnormalizing_tform maps (0,0), (1,0), (1,1) to a box's tl, tr, br corners with
+# find_affine_transform: Q @ pinv(P), P's columns (x, y, 1) of those three points. pinv(P) is
+# a constant, computed once with dlib's own pinv, so the map equals dlib's to the bit.
+_UNIT_PINV = np.array(pinv([[0.0, 1.0, 1.0], [0.0, 0.0, 1.0], [1.0, 1.0, 1.0]]), np.float64)
+
+
+class _Level:
+    """One cascade level: its feature pixels (anchor landmark, offset) and its forest, all
+    trees of one depth: splits ``idx1``, ``idx2``, ``thresh`` (trees x splits) and leaves
+    (trees x leaves x 2*parts); flat copies for the vectorised walk."""
+
+    __slots__ = ("anchor", "deltas", "idx1", "idx2", "thresh", "leaves", "ntrees", "nsplit",
+                 "depth", "split_base", "leaf_base", "leaf_rows")
+
+    def __init__(self, anchor, deltas, idx1, idx2, thresh, leaves):
+        self.anchor, self.deltas = anchor, deltas
+        self.ntrees, self.nsplit = idx1.shape
+        self.depth = int(self.nsplit).bit_length()
+        # the split tables flat, so one take() reads node i of every tree
+        self.idx1, self.idx2, self.thresh = idx1.ravel(), idx2.ravel(), thresh.ravel()
+        self.leaves = leaves
+        self.leaf_rows = leaves.reshape(-1, leaves.shape[2])
+        self.split_base = (np.arange(self.ntrees) * self.nsplit)[:, None]
+        self.leaf_base = (np.arange(self.ntrees) * leaves.shape[1])[:, None]
+
+    def splits(self):
+        """``(idx1, idx2, thresh)``, each trees x splits."""
+        shape = (self.ntrees, self.nsplit)
+        return self.idx1.reshape(shape), self.idx2.reshape(shape), self.thresh.reshape(shape)
+
+
+class shape_predictor:
+    """dlib's ``shape_predictor``: ``shape_predictor(path)`` reads a dlib file (the 5- and
+    68-point face models, or any file holding one shape predictor first); ``sp(img, box)``
+    gives a ``full_object_detection``; ``sp.batch`` runs many boxes at once; ``sp.save(path)``
+    writes dlib's bytes (the same bytes as the file read).
+
+    ``img``: H x W (grey) or H x W x 3 (RGB) uint8, as dlib's Python API takes; ``box``: a
+    ``rectangle`` (dlib's or dnnpy's), an ``mmod_rect`` or ``(left, top, right, bottom)``.
+    """
+
+    def __init__(self, path=None):
+        self.initial_shape = np.zeros(0, np.float32)
+        self.levels: list[_Level] = []
+        if path is not None:
+            path = os.fspath(path)
+            try:
+                with open(path, "rb") as f:
+                    data = f.read()
+            except OSError as e:
+                raise SerializationError(f"{path}: cannot read the file: {e.strerror or e}") from e
+            _refuse_other_files(data, path)
+            try:
+                self._read(np.frombuffer(data, np.uint8), path, 0, strict=True)
+            except SerializationError as e:
+                raise _what_it_is(data, path) or e from None
+
+    # -- dlib's accessors -----------------------------------------------------------------
+    def num_parts(self) -> int:
+        return len(self.initial_shape) // 2
+
+    def num_features(self) -> int:
+        """The leaves of all trees (dlib's ``num_features``)."""
+        return sum(lv.leaves.shape[0] * lv.leaves.shape[1] for lv in self.levels)
+
+    def __repr__(self):
+        return (f"shape_predictor({self.num_parts()} parts, {len(self.levels)} cascade levels, "
+                f"{sum(lv.leaves.shape[0] for lv in self.levels)} trees)")
+
+    # -- running ----------------------------------------------------------------------------
+    def __call__(self, img, box) -> full_object_detection:
+        """The landmarks of the object in ``box`` of ``img`` (dlib's ``sp(img, rect)``)."""
+        return self.batch(img, [box])[0]
+
+    def batch(self, images, boxes) -> list:
+        """Landmarks for many boxes at once: ``batch(img, boxes)`` (one image), or
+        ``batch(images, boxes_per_image)`` (a list of images and a list of box lists; the
+        result is a list of lists). Vectorised over boxes and trees."""
+        if isinstance(images, np.ndarray):
+            grey = [_checked(images)]
+            rects = [_rect(b) for b in boxes]
+            owner = np.zeros(len(rects), np.int64)
+            return self._run(grey, owner, rects)
+        images = list(images)
+        boxes = list(boxes)
+        if len(images) != len(boxes):
+            raise ValueError(f"shape_predictor.batch: {len(images)} images but {len(boxes)} box lists")
+        grey = [_checked(im) for im in images]
+        rects = [[_rect(b) for b in bs] for bs in boxes]
+        owner = np.repeat(np.arange(len(grey)), [len(r) for r in rects])
+        flat = self._run(grey, owner, [r for rs in rects for r in rs])
+        out, at = [], 0
+        for rs in rects:
+            out.append(flat[at:at + len(rs)])
+            at += len(rs)
+        return out
+
+    def _run(self, grey, owner, rects, chunk=64):
+        out = []
+        for s in range(0, len(rects), chunk):
+            out.extend(self._run_chunk(grey, owner[s:s + chunk], rects[s:s + chunk]))
+        return out
+
+    def _run_chunk(self, images, owner, rects):
+        if not rects:
+            return []
+        if not self.levels:
+            raise ValueError("shape_predictor: it holds no model (read one: shape_predictor(path))")
+        box = np.array([(r.left(), r.top(), r.right(), r.bottom()) for r in rects], np.float64)
+        m, b = _unnormalizing(box)
+        n = len(rects)
+        groups = [(images[k], np.nonzero(owner == k)[0]) for k in np.unique(owner)]
+        shape = np.tile(self.initial_shape, (n, 1))
+        frm = self.initial_shape.reshape(-1, 2).astype(np.float64)
+        frm_centred = frm - frm.mean(axis=0)
+        frm_sigma = (frm_centred * frm_centred).sum() / len(frm)
+        cols = np.arange(n)
+        for lv in self.levels:
+            sim = _similarity(frm_centred, frm_sigma, shape)                    # (n, 2, 2) float32
+            dx, dy = lv.deltas[:, 0], lv.deltas[:, 1]
+            # dlib: tform * delta + shape[anchor], in float32
+            px = sim[:, 0, 0, None] * dx + sim[:, 0, 1, None] * dy + shape[:, 2 * lv.anchor]
+            py = sim[:, 1, 0, None] * dx + sim[:, 1, 1, None] * dy + shape[:, 2 * lv.anchor + 1]
+            f = _pixels(groups, m, b, px, py).ravel()                            # (n * F,)
+            nfeat = px.shape[1]
+            # every tree of the level, for every box: (trees, n) node indices into flat tables
+            node = np.zeros((lv.ntrees, n), np.int64)
+            for _ in range(lv.depth):
+                at = lv.split_base + node
+                left = (f[cols * nfeat + lv.idx1.take(at)] - f[cols * nfeat + lv.idx2.take(at)]
+                        > lv.thresh.take(at))
+                node = 2 * node + np.where(left, 1, 2)
+            # shape += leaf, tree after tree, in float32: numpy reduces over an outer axis one
+            # row after the other (no pairwise summation), which is dlib's order
+            # (tests/test_shape_predictor.py checks that this numpy still does)
+            rows = np.empty((lv.ntrees + 1, n, shape.shape[1]), np.float32)
+            rows[0] = shape
+            lv.leaf_rows.take(lv.leaf_base + node - lv.nsplit, axis=0, out=rows[1:])
+            shape = np.add.reduce(rows, axis=0)
+        xs, ys = shape[:, 0::2].astype(np.float64), shape[:, 1::2].astype(np.float64)
+        x = m[:, 0, 0, None] * xs + m[:, 0, 1, None] * ys + b[:, 0, None]
+        y = m[:, 1, 0, None] * xs + m[:, 1, 1, None] * ys + b[:, 1, None]
+        px, py = np.floor(x + 0.5).astype(np.int64), np.floor(y + 0.5).astype(np.int64)
+        return [full_object_detection(r, list(zip(px[i].tolist(), py[i].tolist())))
+                for i, r in enumerate(rects)]
+
+    # -- files ------------------------------------------------------------------------------
+    def save(self, path):
+        """Write dlib's bytes for this predictor to ``path`` (atomically)."""
+        atomic_write(path, self.to_bytes())
+
+    def to_bytes(self) -> bytes:
+        """dlib's serialization of the predictor (``serialize(sp, out)``)."""
+        return encode_ints(self._ints())
+
+    def serialize(self, w):
+        """dlib's record, for ``dnnpy.serialize`` and files holding several objects."""
+        w.raw(self.to_bytes())
+
+    def deserialize(self, r):
+        """Read dlib's record at ``r``'s position (the rest of the data may hold more)."""
+        b = np.frombuffer(r.data, np.uint8)
+        r.pos = self._read(b[r.pos:], r.what, r.pos, strict=False) + r.pos
+
+    def _ints(self):
+        """Every packed integer of dlib's record, in order (floats as mantissa, exponent)."""
+        parts = [np.array([1], np.int64), _matrix_ints(self.initial_shape),
+                 np.array([len(self.levels)], np.int64)]
+        for lv in self.levels:
+            idx1, idx2, thresh = lv.splits()
+            trees, nsplit = idx1.shape
+            nleaf, width = lv.leaves.shape[1], lv.leaves.shape[2]
+            tm, te = from_floats(thresh)
+            splits = np.stack([idx1, idx2, tm, te], axis=2).reshape(trees, -1)
+            lm, le = from_floats(lv.leaves)
+            leaf_floats = np.stack([lm, le], axis=3).reshape(trees, nleaf, -1)
+            leaf_head = np.broadcast_to(np.array([-width, -1], np.int64), (trees, nleaf, 2))
+            leaves = np.concatenate([leaf_head, leaf_floats], axis=2).reshape(trees, -1)
+            tree = np.concatenate([np.full((trees, 1), nsplit), splits, np.full((trees, 1), nleaf),
+                                   leaves], axis=1)
+            parts += [np.array([trees], np.int64), tree.ravel()]
+        parts.append(np.array([len(self.levels)], np.int64))
+        for lv in self.levels:
+            parts += [np.array([len(lv.anchor)], np.int64), lv.anchor.astype(np.int64)]
+        parts.append(np.array([len(self.levels)], np.int64))
+        for lv in self.levels:
+            dm, de = from_floats(lv.deltas)
+            parts += [np.array([len(lv.deltas)], np.int64), np.stack([dm, de], axis=2).ravel()]
+        return np.concatenate(parts)
+
+    def _read(self, b, what, offset, strict):
+        """Parse dlib's record from the uint8 array ``b`` (at byte ``offset`` of ``what``);
+        returns the bytes it took. On any error ``self`` is unchanged."""
+        starts = token_starts(b, what, offset, partial=not strict)
+        v = decode_ints(b, starts, what, offset)
+        p = _Parser(v, starts, what, offset)
+        version = p.int("the shape_predictor version")
+        if version != 1:
+            raise p.error(f"expected dlib::shape_predictor version 1, found {version}")
+        initial = p.matrix("the initial shape")
+        if len(initial) == 0 or len(initial) % 2:
+            raise p.error(f"the initial shape has {len(initial)} values; expected 2 per landmark")
+        nparts = len(initial) // 2
+        nlevels = p.size("the number of cascade levels")
+        forests = [p.forest(i, 2 * nparts) for i in range(nlevels)]
+        if p.size("the number of anchor lists") != nlevels:
+            raise p.error(f"expected {nlevels} anchor lists (one per cascade level)")
+        anchors = []
+        for i in range(nlevels):
+            a = p.ints(p.size(f"level {i}'s number of feature pixels"), f"level {i}'s anchors")
+            if len(a) and (a.min() < 0 or a.max() >= nparts):
+                raise p.error(f"level {i}: an anchor landmark index is outside 0..{nparts - 1}")
+            anchors.append(a)
+        if p.size("the number of delta lists") != nlevels:
+            raise p.error(f"expected {nlevels} delta lists (one per cascade level)")
+        levels = []
+        for i, (a, (idx1, idx2, thresh, leaves)) in enumerate(zip(anchors, forests)):
+            nd = p.size(f"level {i}'s number of deltas")
+            if nd != len(a):
+                raise p.error(f"level {i} has {len(a)} anchors but {nd} deltas")
+            deltas = p.floats(2 * nd, f"level {i}'s deltas").reshape(nd, 2)
+            if idx1.size and max(idx1.max(), idx2.max()) >= nd:
+                raise p.error(f"level {i}: a split reads feature pixel "
+                              f"{max(idx1.max(), idx2.max())} of {nd}")
+            levels.append(_Level(a, deltas, idx1, idx2, thresh, leaves))
+        if strict and p.at < len(v):
+            raise p.error(f"expected the end of the file after the shape predictor, but "
+                          f"{len(b) - int(starts[p.at])} more bytes follow")
+        self.initial_shape, self.levels = initial, levels
+        return int(starts[p.at]) if p.at < len(starts) else len(b)
+
+
+class _Parser:
+    """Reads the structure of dlib's shape_predictor record from its decoded integers,
+    checking every size against what remains; errors name the byte offset."""
+
+    def __init__(self, v, starts, what, offset):
+        self.v, self.starts, self.what, self.offset, self.at = v, starts, what, offset, 0
+
+    def error(self, message, at=None):
+        i = self.at if at is None else at
+        byte = self.offset + (int(self.starts[i]) if i < len(self.starts) else
+                              int(self.starts[-1]) + 1 if len(self.starts) else 0)
+        return SerializationError(f"{self.what}: shape_predictor: {message} (at byte offset {byte})")
+
+    def need(self, count, what):
+        if count > len(self.v) - self.at:
+            raise self.error(f"expected {what} but the data ended (truncated?)")
+
+    def int(self, what):
+        self.need(1, what)
+        self.at += 1
+        return int(self.v[self.at - 1])
+
+    def size(self, what):
+        n = self.int(what)
+        if n < 0 or n > len(self.v) - self.at:
+            raise self.error(f"{what} is {n}, but only {len(self.v) - self.at} values remain", self.at - 1)
+        return n
+
+    def ints(self, n, what):
+        self.need(n, what)
+        out = self.v[self.at:self.at + n]
+        self.at += n
+        return out
+
+    def floats(self, n, what):
+        pairs = self.ints(2 * n, what)
+        return to_floats(pairs[0::2], pairs[1::2])
+
+    def matrix(self, what):
+        nr, nc = -self.int(f"the rows of {what}"), -self.int(f"the columns of {what}")
+        if nr < 0 or nc != 1:
+            raise self.error(f"{what}: expected a column vector (dlib's matrix<float,0,1>), found "
+                             f"{nr} x {nc}", self.at - 2)
+        return self.floats(nr, what)
+
+    def forest(self, level, width):
+        """A level's trees, all of one depth: (idx1, idx2, thresh, leaves)."""
+        ntrees = self.size(f"level {level}'s number of trees")
+        if ntrees == 0:
+            z = np.zeros((0, 0), np.int64)
+            return z, z, np.zeros((0, 0), np.float32), np.zeros((0, 1, width), np.float32)
+        nsplit = int(self.v[self.at]) if self.at < len(self.v) else -1
+        nleaf = nsplit + 1
+        if nsplit < 0 or nleaf & (nleaf - 1):
+            raise self.error(f"level {level}: a tree has {nsplit} splits; dlib's trees are complete "
+                             f"(2**depth - 1 splits)")
+        tree_len = 1 + 4 * nsplit + 1 + nleaf * (2 + 2 * width)
+        self.need(ntrees * tree_len, f"level {level}'s {ntrees} trees")
+        t = self.v[self.at:self.at + ntrees * tree_len].reshape(ntrees, tree_len)
+        heads = 1 + 4 * nsplit
+        leaves = t[:, heads + 1:].reshape(ntrees, nleaf, 2 + 2 * width)
+        bad = ((t[:, 0] != nsplit) | (t[:, heads] != nleaf)
+               | (leaves[:, :, 0] != -width).any(axis=1) | (leaves[:, :, 1] != -1).any(axis=1))
+        if bad.any():
+            first = int(np.nonzero(bad)[0][0])
+            raise self.error(f"level {level}, tree {first}: expected {nsplit} splits and {nleaf} leaves "
+                             f"of {width} values like the level's first tree (trees of one level "
+                             f"have one depth)", self.at + first * tree_len)
+        splits = t[:, 1:heads].reshape(ntrees, nsplit, 4)
+        idx1, idx2 = splits[:, :, 0].copy(), splits[:, :, 1].copy()
+        if nsplit and min(idx1.min(), idx2.min()) < 0:
+            raise self.error(f"level {level}: a split has a negative feature index")
+        thresh = to_floats(splits[:, :, 2], splits[:, :, 3])
+        values = leaves[:, :, 2:]
+        leaf = to_floats(values[:, :, 0::2], values[:, :, 1::2])
+        self.at += ntrees * tree_len
+        return idx1, idx2, thresh, leaf
+
+
+def _matrix_ints(values):
+    m, e = from_floats(values)
+    return np.concatenate([[-len(values), -1], np.stack([m, e], axis=1).ravel()]).astype(np.int64)
+
+
+def _refuse_other_files(data, path):
+    if data[:len(MAGIC)] == MAGIC:
+        raise SerializationError(f"{path}: a dnnpy file (a net, solver or objects), not a shape "
+                                 f"predictor: use dnnpy.load")
+    why = not_a_net_reason(data)
+    if why:
+        raise SerializationError(f"{path}: {why.replace('not a net file', 'not a shape predictor')}")
+
+
+def _what_it_is(data, path):
+    """For a file that did not read as a shape predictor: an error saying what it is when
+    it starts like a dlib net (a version string such as ``loss_mmod_`` within its first
+    bytes: a length, then that many name characters), else None."""
+    m = re.search(rb"\x01([\x04-\x40])", data[:64])
+    while m:
+        n = m.group(1)[0]
+        name = data[m.end():m.end() + n]
+        if len(name) == n and re.fullmatch(rb"[A-Za-z0-9_<>]+", name) and b"_" in name:
+            return SerializationError(f"{path}: not a shape predictor: it holds {name.decode()!r} "
+                                      f"records (a dlib net is read with dnnpy.deserialize(path, "
+                                      f"net_type()))")
+        m = re.compile(rb"\x01([\x04-\x40])").search(data[:64], m.start() + 1)
+    return None
+
+
+def _checked(img):
+    """``img`` as dlib's Python API takes it: uint8, H x W (grey) or H x W x 3 (RGB)."""
+    a = np.asarray(img)
+    if a.dtype != np.uint8:
+        raise TypeError(f"shape_predictor: the image must be uint8 (dlib's 8-bit grey or RGB), got "
+                        f"{a.dtype}: convert it first, e.g. np.clip(img, 0, 255).astype(np.uint8)")
+    if a.ndim == 2 or (a.ndim == 3 and a.shape[2] == 3):
+        return a
+    if a.ndim == 3 and a.shape[2] == 4:
+        raise ValueError("shape_predictor: an RGBA image: pass its RGB part, img[:, :, :3] (dlib's "
+                         "Python API takes 8-bit grey or RGB only)")
+    raise ValueError(f"shape_predictor: expected an H x W grey or H x W x 3 RGB image, got shape {a.shape}")
+
+
+def _rect(box):
+    if hasattr(box, "rect") and not callable(box.rect):       # mmod_rect
+        box = box.rect
+    if hasattr(box, "left") and callable(box.left):
+        return rectangle(int(box.left()), int(box.top()), int(box.right()), int(box.bottom()))
+    return rectangle._coerce(box)
+
+
+def _unnormalizing(box):
+    """dlib's ``unnormalizing_tform`` of each box (left, top, right, bottom): ``(m, b)``,
+    (n, 2, 2) and (n, 2) float64, summed in dlib's order (``Q @ pinv(P)``)."""
+    left, top, right, bottom = box.T
+    qx = np.stack([left, right, right], axis=1)          # tl, tr, br
+    qy = np.stack([top, top, bottom], axis=1)
+    pi = _UNIT_PINV
+
+    def row(q, c):
+        return q[:, 0] * pi[0, c] + q[:, 1] * pi[1, c] + q[:, 2] * pi[2, c]
+
+    m = np.stack([np.stack([row(qx, 0), row(qx, 1)], axis=1),
+                  np.stack([row(qy, 0), row(qy, 1)], axis=1)], axis=1)
+    b = np.stack([row(qx, 2), row(qy, 2)], axis=1)
+    return m, b
+
+
+def _similarity(frm_centred, sigma, shape):
+    """The 2x2 part of dlib's ``find_similarity_transform(mean shape, shape[i])`` for each
+    shape (n, 2P, float32), in float64, cast to float32 as dlib does. For 2-D points
+    Umeyama's SVD solution is ``[[a, -b], [b, a]] / sigma`` with ``a = cov00 + cov11`` and
+    ``b = cov10 - cov01`` (``frm_centred``: the mean shape minus its mean; ``sigma``: its
+    mean squared norm)."""
+    n, parts = shape.shape[0], len(frm_centred)
+    if parts == 1:
+        return np.broadcast_to(np.eye(2, dtype=np.float32), (n, 2, 2)).copy()
+    tx, ty = shape[:, 0::2].astype(np.float64), shape[:, 1::2].astype(np.float64)
+    fx, fy = frm_centred[:, 0], frm_centred[:, 1]
+    # the covariance of the centred points; the target's mean drops out (sum(f) == 0)
+    a = (tx @ fx + ty @ fy) / parts
+    b = (ty @ fx - tx @ fy) / parts
+    if sigma == 0:          # dlib: scale 1, the rotation alone (identity when undefined)
+        r = np.hypot(a, b)
+        a, b = np.where(r == 0, 1.0, a / np.where(r == 0, 1, r)), np.where(r == 0, 0.0, b / np.where(r == 0, 1, r))
+        sigma = 1.0
+    return (np.stack([np.stack([a, -b], axis=1), np.stack([b, a], axis=1)], axis=1) / sigma).astype(np.float32)
+
+
+def _pixels(groups, m, b, px, py):
+    """Grey levels at the feature pixels (n, F): mapped into each box's image in float64,
+    rounded as dlib's point conversion, 0 outside the image; an RGB pixel's grey level is
+    ``(r + g + b) // 3`` (dlib's ``get_pixel_intensity``). ``groups``: (image, its boxes)."""
+    fx, fy = px.astype(np.float64), py.astype(np.float64)
+    x = m[:, 0, 0, None] * fx + m[:, 0, 1, None] * fy + b[:, 0, None]
+    y = m[:, 1, 0, None] * fx + m[:, 1, 1, None] * fy + b[:, 1, None]
+    xi, yi = np.floor(x + 0.5).astype(np.int64), np.floor(y + 0.5).astype(np.int64)
+    out = np.zeros(xi.shape, np.float32)
+    for img, rows in groups:
+        xs, ys = (xi, yi) if len(groups) == 1 else (xi[rows], yi[rows])
+        inside = (xs >= 0) & (ys >= 0) & (xs < img.shape[1]) & (ys < img.shape[0])
+        v = img[np.where(inside, ys, 0), np.where(inside, xs, 0)]
+        if v.ndim == 3:
+            v = v.astype(np.uint16).sum(axis=2) // 3
+        v = np.where(inside, v, 0)
+        if len(groups) == 1:
+            out[:] = v
+        else:
+            out[rows] = v
+    return out

