@@ -24,7 +24,8 @@ from .linear_classifier import (auto_train_multiclass_linear_classifier,
 from .solvers import adam, make_solvers, sgd
 from .serialization import (deserialize, deserialize_objects, from_bytes, load, serialize,
                             serialize_objects, to_bytes)
-from .geometry import drectangle, ignored_mmod_rect, mmod_rect, rectangle, test_box_overlap
+from .geometry import (drectangle, full_object_detection, full_object_detections, ignored_mmod_rect, mmod_rect,
+                       point, points, rectangle, rectangles, test_box_overlap)
 from .inputs import *  # noqa: F401,F403
 from .inputs import __all__ as _inputs_all
 from .layers import *  # noqa: F401,F403
@@ -77,7 +78,8 @@ __all__ = [
     "count_steps_without_decrease", "count_steps_without_decrease_robust",
     "count_steps_without_increase", "probability_values_are_increasing",
     "probability_values_are_increasing_robust", "probability_that_sequence_is_increasing",
-    "rectangle", "drectangle", "mmod_rect", "ignored_mmod_rect", "test_box_overlap",
+    "rectangle", "drectangle", "mmod_rect", "ignored_mmod_rect", "test_box_overlap", "rectangles",
+    "point", "points", "full_object_detection", "full_object_detections",
     *[f"tag{i}" for i in range(1, 11)], *[f"skip{i}" for i in range(1, 11)], *_layers_all,
     *_inputs_all, *_loss_all, *_visitors_all,
 ]

@@ -11,13 +11,14 @@ helpers ``lround`` and ``round_point`` reproduce that (Python's ``round`` does n
 from __future__ import annotations
 
 import math
+import numbers
 
 __all__ = ["rectangle", "drectangle", "mmod_rect", "ignored_mmod_rect", "test_box_overlap",
            "box_intersection_over_union", "box_percent_covered", "find_tight_overlap_tester",
            "overlaps_any_box", "centered_rect", "centered_drect", "move_rect", "translate_rect",
            "set_rect_area", "center", "dcenter", "nearest_rect", "get_rect", "lround",
            "round_point", "shrink_rect", "grow_rect", "set_aspect_ratio", "full_object_detection",
-           "OBJECT_PART_NOT_PRESENT"]
+           "OBJECT_PART_NOT_PRESENT", "point", "points", "rectangles", "full_object_detections"]
 
 
 def lround(v) -> int:
@@ -468,28 +469,88 @@ def set_aspect_ratio(rect, ratio):
 OBJECT_PART_NOT_PRESENT = (float(0x7FFFFFFFFFFFF), float(0x7FFFFFFFFFFFF))
 
 
+class point(tuple):
+    """dlib's ``point``: an ``(x, y)`` pair that is a tuple (``x, y = p``, ``p == (3, 4)``,
+    ``np.array(points)``) with dlib's Python attributes ``p.x`` and ``p.y``."""
+
+    __slots__ = ()
+
+    def __new__(cls, x=0, y=None):
+        if y is None:             # point((x, y)), point(dlib_point)
+            if hasattr(x, "x") and not isinstance(x, tuple):
+                x, y = x.x, x.y
+            else:
+                x, y = x
+        return super().__new__(cls, (_coordinate(x), _coordinate(y)))
+
+    @property
+    def x(self):
+        return self[0]
+
+    @property
+    def y(self):
+        return self[1]
+
+    def __repr__(self):
+        return f"({self[0]}, {self[1]})"
+
+
+def _coordinate(v):
+    """An integer stays an int (dlib's ``point`` is integral); anything else is a float."""
+    if isinstance(v, bool) or type(v).__name__ == "bool_":
+        raise TypeError(f"point: a coordinate must be a number, got {v!r}")
+    return int(v) if isinstance(v, numbers.Integral) else float(v)
+
+
+class points(list):
+    """dlib's ``points``: a list of ``point``. Calling it returns it, so a
+    ``full_object_detection``'s ``parts`` reads as dlib's C++ member and as dlib's Python
+    method ``parts()``."""
+
+    def __call__(self):
+        return self
+
+
+class rectangles(list):
+    """dlib's ``rectangles``: a list of ``rectangle`` (what dlib's detectors return)."""
+
+
+class full_object_detections(list):
+    """dlib's ``full_object_detections``: a list of ``full_object_detection``
+    (``get_face_chips``' argument)."""
+
+
+class _part_count(int):
+    """``num_parts`` as dlib's Python property (an int) and as its C++ method (``num_parts()``)."""
+
+    def __call__(self) -> int:
+        return int(self)
+
+
 class full_object_detection:
     """dlib's ``full_object_detection``: an object's box (``rect``, a ``rectangle``) and the
-    positions of its parts (``parts``, a list of ``(x, y)`` points; a missing part is
-    ``OBJECT_PART_NOT_PRESENT``), e.g. the 5 or 68 face landmarks."""
+    positions of its parts (``parts``, a ``points`` list of ``point``; a missing part is
+    ``OBJECT_PART_NOT_PRESENT``), e.g. the 5 or 68 face landmarks. As in dlib's Python API,
+    ``det.part(i).x``, ``det.parts()`` and ``det.num_parts`` work (``num_parts()`` and
+    ``det.parts[i]`` too)."""
 
     __slots__ = ("rect", "parts")
 
     def __init__(self, rect=None, parts=()):
         self.rect = rectangle() if rect is None else rectangle._coerce(rect)
-        self.parts = []
+        self.parts = points()
         for i, p in enumerate(parts):
-            if hasattr(p, "x") and callable(p.x):  # a dlib point
-                p = (p.x(), p.y())
-            if len(p) != 2:
-                raise ValueError(f"full_object_detection: part {i} must be an (x, y) point, got {p!r}")
-            self.parts.append((float(p[0]), float(p[1])))
+            try:
+                self.parts.append(point(p))
+            except (TypeError, ValueError):
+                raise ValueError(f"full_object_detection: part {i} must be an (x, y) point, got {p!r}") from None
 
     def get_rect(self):
         return self.rect
 
+    @property
     def num_parts(self):
-        return len(self.parts)
+        return _part_count(len(self.parts))
 
     def part(self, i):
         return self.parts[i]

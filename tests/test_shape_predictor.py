@@ -134,7 +134,7 @@ def test_synthetic_predictor_reads_runs_and_writes_dlibs_bytes(tmp_path):
 def test_synthetic_predictor_equals_dlib(tmp_path):
     dlib = pytest.importorskip("dlib", reason="dlib-bin is the oracle")
     rng = np.random.default_rng(4)
-    for seed in range(3):
+    for seed in range(3):    # parts compare as tuples of ints with dlib's points
         path = tmp_path / f"sp{seed}.dat"
         path.write_bytes(_synthetic(parts=3 + seed, seed=seed, depth=2 + seed))
         ours, theirs = shape_predictor(path), dlib.shape_predictor(str(path))
@@ -196,9 +196,17 @@ def test_dlibs_face_models_equal_dlib_on_dlibs_photos(name):
         img = dlib.load_rgb_image(photo)
         dets = list(hog(img, 1))
         got = ours.batch(img, [dnnpy.rectangle(d.left(), d.top(), d.right(), d.bottom()) for d in dets])
+        want = dlib.full_object_detections()
         for d, shape in zip(dets, got):
-            assert shape.parts == [(float(p.x), float(p.y)) for p in theirs(img, d).parts()], photo
+            want.append(theirs(img, d))
+            assert shape.parts() == [(p.x, p.y) for p in want[-1].parts()], photo
+            assert shape.part(2).x == want[-1].part(2).x and shape.num_parts == want[-1].num_parts
             boxes += 1
+        # the aligned chips (what the face recognition net takes) equal dlib's
+        chips = dnnpy.image.get_face_chips(img, got, 150, 0.25)
+        if dets:
+            for a, b in zip(chips, dlib.get_face_chips(img, want, 150, 0.25)):
+                assert np.array_equal(a, np.asarray(b)), photo
     assert boxes >= 10
     if "5_face" in name:           # the 9 MB model: written back byte for byte
         with open(path, "rb") as f:

@@ -22,7 +22,8 @@ from .transforms import (find_affine_transform, find_similarity_transform, inter
                          interpolate_nearest_neighbor, rotate_point, transform_image)
 
 __all__ = ["chip_dims", "chip_details", "get_mapping_to_chip", "extract_image_chip", "extract_image_chips",
-           "insert_image_chip", "map_det_to_chip", "get_face_chip_details", "get_face_chip"]
+           "insert_image_chip", "map_det_to_chip", "get_face_chip_details", "get_face_chip",
+           "get_face_chips"]
 
 
 class chip_dims:
@@ -308,3 +309,12 @@ def get_face_chip(img, det, size=150, padding=0.25):
     padding))`` (the alignment used for face recognition). As in the binding, ``padding`` is
     first rounded to float32 (its C++ parameter is a ``float``; exact for 0.25)."""
     return extract_image_chip(img, get_face_chip_details(det, size, float(np.float32(padding))))
+
+
+def get_face_chips(img, dets, size=150, padding=0.25):
+    """dlib-bin's ``get_face_chips``: ``get_face_chip`` of every face shape in ``dets`` (a
+    list of ``full_object_detection``), as a list of chips; ``[]`` for no faces."""
+    if not dets:
+        return []
+    details = get_face_chip_details(list(dets), size, float(np.float32(padding)))
+    return extract_image_chips(img, details)
