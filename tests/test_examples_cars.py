@@ -76,6 +76,16 @@ def test_saved_net_reads_back(quick_run, tmp_path):
     a = net([imgs[0]], adjust_threshold=-1.0)[0]
     b = run_net([imgs[0]], adjust_threshold=-1.0)[0]
     assert a and [d.rect for d in a] == [d.rect for d in b]       # bn_con in test mode == affine
+    # dlib's file: the net, then a shape predictor that refines each box to its landmarks' box
+    from test_shape_predictor import _synthetic
+    with_sp = tmp_path / "net_and_sp.dat"
+    with_sp.write_bytes(path.read_bytes() + _synthetic(parts=4))
+    net2, sp, r = find.read_mmod_file(with_sp, ex.make_net_type((4, 4, 4, 4), 1, norm=dnnpy.layers.affine))
+    assert r.at_end() and sp.num_parts() == 4 and sp.to_bytes() == _synthetic(parts=4)
+    refined = find.refine_boxes(sp, imgs[0], a)
+    for box, shape in zip(refined, sp.batch(imgs[0], [d.rect for d in a])):
+        xs, ys = zip(*shape.parts)
+        assert (box.left(), box.top(), box.right(), box.bottom()) == (min(xs), min(ys), max(xs), max(ys))
 
 
 def test_find_cars_windows(quick_run):
