@@ -82,3 +82,37 @@ def test_help():
     with pytest.raises(SystemExit) as e, contextlib.redirect_stdout(io.StringIO()):
         ex.main(["--help"])
     assert e.value.code == 0
+
+
+def test_dlibs_hipsterizer_file_is_read_whole_and_used(tmp_path):
+    """``mmod_dog_hipsterizer.dat`` holds a net, a shape predictor and two RGBA images
+    (dlib's ``matrix<rgb_alpha_pixel>``): all four are read, and the landmarks place the
+    glasses and the moustache."""
+    import numpy as np
+
+    import dnnpy
+    from dnnpy.examples import dnn_mmod_dog_hipsterizer as hip
+    from dnnpy.serialization import Writer
+    from test_shape_predictor import _synthetic
+
+    net_type = dnnpy.loss_mean_squared[dnnpy.fc[1, dnnpy.input[np.float32]]]
+    net = net_type()
+    net([np.zeros((1, 2), np.float32)])
+    rng = np.random.default_rng(0)
+    glasses = rng.integers(0, 256, (6, 9, 4), dtype=np.uint8)
+    mustache = rng.integers(0, 256, (3, 8, 4), dtype=np.uint8)
+    w = Writer()
+    for img in (glasses, mustache):
+        w.int(-img.shape[0]), w.int(-img.shape[1])
+        w.raw(img.tobytes())
+    path = tmp_path / "hipster.dat"
+    path.write_bytes(dnnpy.to_bytes(net, "dlib") + _synthetic(parts=6) + w.bytes())
+    got_net, sp, g, m = hip.read_hipsterizer_file(path, net_type)
+    assert sp.num_parts() == 6 and np.array_equal(g, glasses) and np.array_equal(m, mustache)
+    photo = rng.integers(0, 256, (60, 80, 3), dtype=np.uint8)
+    shape = sp(photo, dnnpy.rectangle(10, 10, 60, 50))
+    out = hip.hipsterize_dog(photo.copy(), shape, dnnpy.image.pyramid_up(g), dnnpy.image.pyramid_up(m))
+    assert out.shape == photo.shape and not np.array_equal(out, photo)
+    path.write_bytes(dnnpy.to_bytes(net, "dlib") + _synthetic(parts=6))
+    with pytest.raises(dnnpy.SerializationError, match="glasses"):
+        hip.read_hipsterizer_file(path, net_type)

@@ -11,7 +11,7 @@ for each dog face: takes its landmarks, maps two points of the glasses onto the 
 two points beside the nose (``nose +- 1.3 (eye - eye) / 2``), alpha-blending every pixel
 (``assign_pixel`` of an ``rgb_alpha_pixel``); it also draws a wireframe of the landmarks.
 
-dnnpy has no shape_predictor and ships no photos, so: the faces are generated smileys
+dnnpy ships no dog photos, so by default: the faces are generated smileys
 (``dnnpy.data.make_scenes``, dnn_mmod's scene settings), found by the smiley detector that
 ``python -m dnnpy.examples.dnn_mmod`` saves (trained first, and said so, when its file is
 missing, as dnn_mmod_face_detection does); the landmarks (the two eyes and the middle of the
@@ -30,10 +30,11 @@ blended as dlib does (``(a src + (255 - a) dst) / 255``). The moustache hangs fr
 between the eyes and the mouth. Written: ``hipsterizer.png`` (detections with landmark wireframes
 left, hipsterized smileys right) and the glasses and moustache as RGBA PNGs.
 
-``--model FILE`` reads dlib's ``mmod_dog_hipsterizer.dat``: its net (dlib's dog-face
-detector), and reports the bytes after it (shape_predictor, glasses, moustache) as unread:
-the landmarks, and so the hipsterizing, need dlib's shape_predictor, which dnnpy lacks. With
-``--images FILE ...`` it runs that detector on the images and writes them with the boxes.
+``--model FILE`` reads dlib's ``mmod_dog_hipsterizer.dat`` whole: its net (dlib's dog-face
+detector), its shape predictor (``dnnpy.shape_predictor``, 6 landmarks), the glasses and the
+moustache; with ``--images FILE ...`` it hipsterizes the dogs in those images as dlib's example
+does (images and overlays doubled with ``pyramid_up``, landmarks, glasses on the eyes,
+moustache under the nose, the landmark wireframe) and writes ``<image>_hipster.png``.
 
 Measured (default run, one thread, shared 2-core machine, 2026-12-03; dnn_mmod's detector
 trained first): 22 smileys found in the 8 test scenes, all matched; mean landmark error 1.74 px
@@ -57,7 +58,7 @@ from dnnpy.examples._util import Timer, base_parser, out_dir
 from dnnpy.geometry import drectangle, rectangle
 from dnnpy.image import (chip_details, chip_dims, draw_line, draw_rectangle, extract_image_chips,
                          find_similarity_transform, get_mapping_to_chip, inv, join_rows, load_image,
-                         save_png, tile_images, transform_image)
+                         pyramid_up, save_png, tile_images, transform_image)
 from dnnpy.inputs import input_rgb_image_pyramid, pyramid_down
 from dnnpy.layers import affine
 from dnnpy.layers.base import seeded_initialisation
@@ -243,21 +244,57 @@ def wireframe(img, parts, color=(0, 255, 0)):
 
 # ---------------------------------------------------------------------------------------------
 
+def read_hipsterizer_file(path, net_type):
+    """dlib's ``deserialize(path) >> net >> sp >> glasses >> mustache``: the dog-face net, its
+    6-landmark ``shape_predictor`` and the two RGBA images (dlib's ``matrix<rgb_alpha_pixel>``:
+    rows and columns negated, then 4 raw bytes per pixel)."""
+    net, sp, r = find_ex.read_mmod_file(path, net_type)
+    if sp is None:
+        raise ValueError(f"{path}: the file ends after the net (expected a shape_predictor, glasses "
+                         f"and a moustache after it)")
+    images = []
+    for what in ("glasses", "mustache"):
+        rows, cols = -r.int(f"the rows of the {what}"), -r.int(f"the columns of the {what}")
+        if rows < 0 or cols < 0:
+            raise ValueError(f"{path}: the {what} image has {rows} x {cols} pixels")
+        images.append(np.frombuffer(r.raw(4 * rows * cols, f"{what} pixels"), np.uint8).reshape(rows, cols, 4))
+    if not r.at_end():
+        raise ValueError(f"{path}: {r.remaining()} bytes after the moustache")
+    return net, sp, images[0], images[1]
+
+
+def hipsterize_dog(img, shape, glasses, mustache):
+    """dlib's loop body for one dog face (6 landmarks: top, left ear, left eye, nose, right
+    ear, right eye), with the glasses and moustache already ``pyramid_up``'d: glasses from
+    their points (176, 36) and (59, 35), doubled, onto the eyes; the moustache's top corners
+    onto ``nose +- 1.3 (eye - eye) / 2``; then dlib's wireframe of the landmarks."""
+    top, lear, leye, nose, rear, reye = (np.array(shape.part(i), np.float64) for i in range(6))
+    paste(img, glasses, find_similarity_transform([(352, 72), (118, 70)], [tuple(leye), tuple(reye)]))
+    lm, rm = 1.3 * (leye - reye) / 2 + nose, 1.3 * (reye - leye) / 2 + nose
+    cols = mustache.shape[1]
+    paste(img, mustache, find_similarity_transform([(0, 0), (cols - 1, 0)], [tuple(rm), tuple(lm)]))
+    pts = [tuple(int(v) for v in p) for p in (top, lear, leye, nose, rear, reye)]
+    for a, b in ((2, 3), (3, 5), (5, 2), (5, 4), (4, 0), (0, 1), (1, 2)):
+        draw_line(img, pts[a], pts[b], (0, 255, 0))
+    return img
+
+
 def run_dlib_model(args, out):
-    net, rest = find_ex.read_mmod_net(args.model, dlib_dog_net_type())
-    print(f"read the net of {args.model} (dlib's dog-face detector); the {rest} bytes after it "
-          f"(shape_predictor, glasses, mustache) are not read: the landmarks, and so the glasses "
-          f"and moustache, need dlib's shape_predictor, which dnnpy lacks")
+    net, sp, glasses, mustache = read_hipsterizer_file(args.model, dlib_dog_net_type())
+    glasses, mustache = pyramid_up(glasses), pyramid_up(mustache)
+    print(f"read {args.model}: dlib's dog-face detector, its {sp!r}, glasses "
+          f"{glasses.shape[1]}x{glasses.shape[0]} and moustache {mustache.shape[1]}x{mustache.shape[0]} "
+          f"(after pyramid_up)")
     written, detections = [], []
     for f in args.images or []:
-        img = np.array(load_image(f), copy=True)
+        img = pyramid_up(np.array(load_image(f), copy=True))      # dlib's example upsamples too
         dets = net([img])[0]
         detections.append(dets)
-        for d in dets:
-            draw_rectangle(img, d.rect, (255, 0, 0), 2)
-        written.append(save_png(img, out / (Path(f).stem + "_dogs.png")))
+        for shape in sp.batch(img, [d.rect for d in dets]):
+            hipsterize_dog(img, shape, glasses, mustache)
+        written.append(save_png(img, out / (Path(f).stem + "_hipster.png")))
         print(f"{f}: {len(dets)} dog faces; wrote {written[-1]}")
-    return {"unread_bytes": rest, "png_paths": written, "detections": detections}
+    return {"png_paths": written, "detections": detections, "shape_predictor": sp}
 
 
 def main(argv=None) -> dict:
@@ -266,9 +303,9 @@ def main(argv=None) -> dict:
                         help=f"the smiley detector (default: OUT/{dnn_mmod.NET_FILE} from dnn_mmod; "
                              f"trained first when missing)")
     parser.add_argument("--model", metavar="FILE", default=None,
-                        help="dlib's mmod_dog_hipsterizer.dat: read its net, run it on --images")
+                        help="dlib's mmod_dog_hipsterizer.dat: hipsterize the dogs in --images with it")
     parser.add_argument("--images", metavar="FILE", nargs="+", default=None,
-                        help="with --model: images to run dlib's dog detector on")
+                        help="with --model: the dog photos")
     parser.add_argument("--train-scenes", type=int, default=60, help="scenes for the landmark net")
     parser.add_argument("--jitters", type=int, default=4, help="jittered boxes per training smiley")
     parser.add_argument("--epochs", type=int, default=30, help="landmark net training epochs")

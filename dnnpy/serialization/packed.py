@@ -63,8 +63,10 @@ def token_starts(b: np.ndarray, what: str, offset: int = 0, partial: bool = Fals
     nxt = out + step[out]
     bad = out[1:] != nxt[:-1]
     first_bad = int(np.argmax(bad)) if bad.any() else None
-    if partial:
-        return out if first_bad is None else out[:first_bad + 1]
+    if partial:     # up to the first break in the chain or the first byte that is no control byte
+        out = out if first_bad is None else out[:first_bad + 1]
+        valid = _control_ok(b[out])
+        return out if valid.all() else out[:int(np.argmax(~valid))]
     if first_bad is not None:
         at = int(nxt[first_bad])
         raise SerializationError(f"{what}: the packed integers (a shape predictor's data) do not line "
