@@ -222,3 +222,16 @@ def test_dnn_face_recognition_example_runs_dlibs_resnet(tmp_path, chips):
     assert np.abs(r["descriptor"] - want).max() <= 1e-5
     assert 1 <= r["num_clusters"] <= 3 and len(r["labels"]) == 3
     assert r["jittered"].shape == (128,) and r["png"].is_file()
+
+
+def test_dnn_face_recognition_example_finds_and_aligns_faces_itself(tmp_path, images, capsys):
+    """``--images PHOTO --detect``: dlib's CNN detector (upsampled once) finds the faces and the
+    5-point shape predictor aligns them; as many faces as dlib's detector finds."""
+    dlib = _dlib()
+    name = sorted(images)[0]
+    photo = save_png(images[name], tmp_path / "photo.png")
+    r = dnn_face_recognition.main(["--images", str(photo), "--detect", "--jitters", "2",
+                                   "--out", str(tmp_path)])
+    want = len(dlib.cnn_face_detection_model_v1(_model_path(models.FACE_DETECTOR_MODEL))(images[name], 1))
+    assert want >= 1 and len(r["labels"]) == want
+    assert r["descriptor"].shape == (128,)

@@ -34,10 +34,12 @@ seeds 1000..1009, and prints how many come out right and the mean purity: 8 of 1
 purity 0.975 with the default net (goal: at least 8 of 10 and mean purity >= 0.9).
 
 ``--images FILE ...`` runs dlib's real face ResNet (``--model FILE``, or found in the
-installed ``face_recognition_models`` package by ``dnnpy.models``) on your images. dnnpy has
-no HOG detector and no shape predictor, so the images must already be cropped to one face
-each (roughly as dlib's aligned chips: the face filling the picture, eyes level); they are
-resized to 150x150 and clustered at 0.6. Expect lower accuracy than with aligned chips.
+installed ``face_recognition_models`` package by ``dnnpy.models``) on your images, clustered at
+0.6. With ``--detect`` they are photos: the faces are found by dlib's CNN face detector (on
+the image upsampled once; dnnpy has no HOG detector yet) and aligned as dlib's example aligns
+them (``dnnpy.shape_predictor`` with the 5-point model, ``get_face_chips``, 150x150). Without
+it each image must already be one face (roughly as dlib's aligned chips: the face filling the
+picture, eyes level), resized to 150x150; expect lower accuracy than with aligned chips.
 """
 
 from __future__ import annotations
@@ -51,8 +53,8 @@ import dnnpy
 from dnnpy.data import chinese_whispers, dlib_rand, make_identities
 from dnnpy.examples import dnn_metric_learning_on_images as metric_ex
 from dnnpy.examples._util import Timer, base_parser, out_dir
-from dnnpy.image import jitter_image, load_image, resize_image, save_png, tile_image_grid
-from dnnpy.models import load_face_recognition_model
+from dnnpy.image import get_face_chips, jitter_image, load_image, pyramid_up, resize_image, save_png, tile_image_grid
+from dnnpy.models import dlib_model_path, load_face_detector, load_face_recognition_model
 
 
 def cluster(descriptors, threshold):
@@ -137,6 +139,10 @@ def main(argv=None) -> dict:
     parser.add_argument("--model", default=None,
                         help="dlib_face_recognition_resnet_model_v1.dat (default: from the "
                              "face_recognition_models package) for --images")
+    parser.add_argument("--detect", action="store_true",
+                        help="with --images: photos; find the faces with dlib's CNN face detector "
+                             "(upsampled once) and align them with the 5-point shape predictor, "
+                             "as dlib's example aligns them")
     args = parser.parse_args(argv)
     out = out_dir(args.out)
     timer = Timer()
@@ -145,13 +151,17 @@ def main(argv=None) -> dict:
 
     if args.images:
         net = load_face_recognition_model(args.model)
-        faces = [resize_image(load_image(f), 150, 150) for f in args.images]
-        print(f"dlib's face ResNet on {len(faces)} images, resized to 150x150")
+        if args.detect:
+            faces = find_and_align(args.images)
+            print(f"dlib's face ResNet on the {len(faces)} faces found in {len(args.images)} images")
+        else:
+            faces = [resize_image(load_image(f), 150, 150) for f in args.images]
+            print(f"dlib's face ResNet on {len(faces)} images, resized to 150x150")
         results = report(net, faces, net.loss_details().get_distance_threshold(), args.jitters, out)
         print(f"done in {timer():.1f} s")
         return results
-    if args.model:
-        parser.error("--model needs --images")
+    if args.model or args.detect:
+        parser.error("--model and --detect need --images")
 
     net_path = Path(args.net) if args.net else out / metric_ex.NET_FILE
     if net_path.is_file():
@@ -182,6 +192,23 @@ def main(argv=None) -> dict:
     results.update(clustering_sets(net, threshold, args))
     print(f"done in {timer():.1f} s")
     return results
+
+
+def find_and_align(paths):
+    """dlib's example's front end on photos: faces found by dlib's CNN face detector on each
+    image upsampled once (``pyramid_up``; boxes mapped back), landmarks from the 5-point
+    ``shape_predictor``, 150x150 chips with 0.25 padding (``get_face_chips``)."""
+    detector = load_face_detector()
+    sp = dnnpy.shape_predictor(dlib_model_path("shape_predictor_5_face_landmarks.dat"))
+    chips = []
+    for path in paths:
+        img = load_image(path)
+        dets = detector([pyramid_up(img)])[0]
+        boxes = [dnnpy.rectangle(d.rect.left() // 2, d.rect.top() // 2, d.rect.right() // 2,
+                                 d.rect.bottom() // 2) for d in dets]
+        chips.extend(get_face_chips(img, sp.batch(img, boxes), 150, 0.25))
+        print(f"{path}: {len(boxes)} faces")
+    return chips
 
 
 def _read_net(path, width=16):
