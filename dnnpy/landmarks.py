@@ -26,7 +26,6 @@ same float32 as dlib's SVD-based one (tests/test_shape_predictor.py measures it)
 
 from __future__ import annotations
 
-import os
 import re
 
 import numpy as np
@@ -35,7 +34,7 @@ from .atomic import atomic_write
 from .errors import SerializationError
 from .geometry import full_object_detection, rectangle
 from .image.matrix_la import pinv
-from .serialization.files import MAGIC, not_a_net_reason
+from .serialization.files import MAGIC, not_a_net_reason, read_source
 from .serialization.packed import decode_ints, encode_ints, from_floats, to_floats, token_starts
 
 __all__ = ["shape_predictor"]
@@ -73,9 +72,11 @@ class _Level:
 
 class shape_predictor:
     """dlib's ``shape_predictor``: ``shape_predictor(path)`` reads a dlib file (the 5- and
-    68-point face models, or any file holding one shape predictor first); ``sp(img, box)``
-    gives a ``full_object_detection``; ``sp.batch`` runs many boxes at once; ``sp.save(path)``
-    writes dlib's bytes (the same bytes as the file read).
+    68-point face models; a path, a binary file object or the bytes); ``sp(img, box)`` gives
+    a ``full_object_detection``; ``sp.batch`` runs many boxes at once; ``sp.save(path)`` and
+    ``dnnpy.serialize(sp, path)`` write dlib's bytes (the same bytes as the file read), and
+    ``sp.deserialize(r)`` reads one from a file holding more (dlib's detector files: a net,
+    then a shape predictor).
 
     ``img``: H x W (grey) or H x W x 3 (RGB) uint8, as dlib's Python API takes; ``box``: a
     ``rectangle`` (dlib's or dnnpy's), an ``mmod_rect`` or ``(left, top, right, bottom)``.
@@ -84,13 +85,8 @@ class shape_predictor:
     def __init__(self, path=None):
         self.initial_shape = np.zeros(0, np.float32)
         self.levels: list[_Level] = []
-        if path is not None:
-            path = os.fspath(path)
-            try:
-                with open(path, "rb") as f:
-                    data = f.read()
-            except OSError as e:
-                raise SerializationError(f"{path}: cannot read the file: {e.strerror or e}") from e
+        if path is not None:       # a path, a binary file object or the file's bytes
+            data, path = read_source(path)
             _refuse_other_files(data, path)
             try:
                 self._read(np.frombuffer(data, np.uint8), path, 0, strict=True)

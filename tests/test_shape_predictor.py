@@ -118,6 +118,10 @@ def test_synthetic_predictor_reads_runs_and_writes_dlibs_bytes(tmp_path):
     assert sp.to_bytes() == data
     sp.save(tmp_path / "again.dat")
     assert (tmp_path / "again.dat").read_bytes() == data
+    dnnpy.serialize(sp, tmp_path / "via_serialize.dat")            # dlib's bytes, as dlib's serialize
+    assert (tmp_path / "via_serialize.dat").read_bytes() == data
+    back = dnnpy.deserialize(tmp_path / "via_serialize.dat", shape_predictor())
+    assert back.to_bytes() == data and shape_predictor(data).to_bytes() == data   # bytes in too
     rng = np.random.default_rng(3)
     img = rng.integers(0, 256, (40, 50, 3), dtype=np.uint8)
     boxes = _random_boxes(rng, 40, 50, 12)
