@@ -107,6 +107,12 @@ def test_packed_codec_equals_dlibs_encoding():
     assert np.array_equal(packed.token_starts(tail, "test", partial=True)[:len(starts)], starts)
     with pytest.raises(SerializationError, match="byte offset"):
         packed.token_starts(data[:-1], "test")
+    # 10 MB in which chains never meet (01 01 01 ...: two interleaved chains): refused fast
+    import time
+    start = time.monotonic()
+    with pytest.raises(SerializationError, match="line up|byte offset"):
+        packed.token_starts(np.full(10_000_001, 1, np.uint8), "hostile")
+    assert time.monotonic() - start < 2
 
 
 def test_synthetic_predictor_reads_runs_and_writes_dlibs_bytes(tmp_path):

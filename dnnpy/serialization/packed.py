@@ -28,6 +28,7 @@ __all__ = ["token_starts", "decode_ints", "encode_ints", "to_floats", "from_floa
 _SEGMENT = 16384       # bytes per segment of the lockstep walk (measured: 4 KB segments
                        # spread each step over more pages and ran 3x slower)
 _SYNC_STEPS = 256      # most steps to make a segment's candidate chains meet
+_MAX_STEPS = 4 * _SEGMENT   # most lockstep steps (a segment holds at most _SEGMENT / 2 integers)
 _INF_EXP, _NINF_EXP, _NAN_EXP = 32000, 32001, 32002
 
 
@@ -55,11 +56,18 @@ def token_starts(b: np.ndarray, what: str, offset: int = 0, partial: bool = Fals
     pos, target = sync[:-1].astype(index), sync[1:].astype(index)
     # walk every segment's chain in lockstep, each held at its segment's end; whether the
     # chains really line up is checked once, below (control bytes: by decode_ints)
-    for k in range(n):
+    for k in range(_MAX_STEPS):
         pos = np.minimum(pos + step[pos], target)
         is_start[pos] = 1
         if k % 64 == 63 and not (pos < target).any():
             break
+    else:
+        # a walk this long means segments whose chains never met: data that is not packed
+        # integers (or a record followed by other data, where partial reading stops anyway)
+        if not partial and (pos < target).any():
+            at = int(pos[pos < target].min())
+            raise SerializationError(f"{what}: no packed integers line up near byte offset "
+                                     f"{offset + at}: not dlib's encoding there")
     out = np.flatnonzero(is_start[:n].view(bool))       # 4x faster than on uint8
     nxt = out + step[out]
     bad = out[1:] != nxt[:-1]
