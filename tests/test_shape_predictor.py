@@ -221,3 +221,29 @@ def test_dlibs_face_models_equal_dlib_on_dlibs_photos(name):
     if "5_face" in name:           # the 9 MB model: written back byte for byte
         with open(path, "rb") as f:
             assert ours.to_bytes() == f.read()
+
+
+def test_mutated_files_end_in_a_serialization_error_or_a_predictor():
+    """Flipped, inserted and deleted bytes and truncations of a predictor file: each either
+    reads (and runs) or raises SerializationError, quickly; nothing else escapes."""
+    import time
+    data = _synthetic()
+    rng = np.random.default_rng(5)
+    img = rng.integers(0, 256, (30, 40, 3), dtype=np.uint8)
+    for _ in range(150):
+        d = bytearray(data)
+        kind, at = int(rng.integers(4)), int(rng.integers(len(d)))
+        if kind == 0:
+            d[at] = int(rng.integers(256))
+        elif kind == 1:
+            d = d[:at]
+        elif kind == 2:
+            d[at:at] = bytes(rng.integers(0, 256, 5).astype(np.uint8))
+        else:
+            del d[at:at + 5]
+        start = time.monotonic()
+        try:
+            shape_predictor(bytes(d))(img, dnnpy.rectangle(2, 2, 30, 25))
+        except SerializationError:
+            pass
+        assert time.monotonic() - start < 1
