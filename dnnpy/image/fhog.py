@@ -1,0 +1,163 @@
+"""dlib's ``extract_fhog_features`` (``dlib/image_transforms/fhog.h``): Felzenszwalb's HOG
+variant, 31 numbers per ``cell_size`` x ``cell_size`` cell, the features dlib's HOG detectors
+(``get_frontal_face_detector``, ``simple_object_detector``) scan.
+
+Per pixel (the image's border rows and columns excluded), the gradient: central differences
+of the grey level, or of the RGB channel whose gradient is longest (ties broken as dlib's
+SIMD and scalar code each break them). Its orientation snaps
+to the nearest of 18 directions (9 unsigned x 2 signs, dlib's float32 unit vectors and its
+order of comparisons), and its length votes into the 4 cells around the pixel, bilinearly.
+Each cell's 18-bin histogram is then normalised by the energy of the 4 blocks of 2x2 cells
+around it, truncated at 0.2, and summed over the blocks: 18 contrast-sensitive features, 9
+contrast-insensitive ones (opposite directions added) and 4 texture features (one per
+block). As dlib, the features of the outermost cells are not computed: a ``C`` x ``R`` cell
+image gives ``(R - 2) x (C - 2)`` feature cells.
+
+The votes are computed in float32 as dlib computes them (its 8-pixel SIMD blocks and its
+scalar tail place the votes with slightly different formulas; both are followed) and summed
+in float64, so the features equal dlib's to float32 rounding (tests/test_fhog.py: 2e-6).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["extract_fhog_features"]
+
+# dlib's unit vectors of the 9 unsigned orientations, as it stores them (float32)
+_DIRECTIONS = np.array([[1.0000, 0.0000], [0.9397, 0.3420], [0.7660, 0.6428], [0.500, 0.8660],
+                        [0.1736, 0.9848], [-0.1736, 0.9848], [-0.5000, 0.8660], [-0.7660, 0.6428],
+                        [-0.9397, 0.3420]], np.float32)
+_F = np.float32
+
+
+def extract_fhog_features(img, cell_size=8, filter_rows_padding=1, filter_cols_padding=1):
+    """dlib's ``extract_fhog_features(img, hog, cell_size, filter_rows_padding,
+    filter_cols_padding)``: a ``(rows, cols, 31)`` float32 array, ``rows = cells_nr - 2 +
+    filter_rows_padding - 1`` where ``cells_nr = round(img rows / cell_size)`` (the same for
+    columns), the features placed ``(padding - 1) // 2`` cells in from the top left and zero
+    around (padding for a filter of that size). ``img``: H x W uint8 grey or H x W x 3 uint8
+    RGB. A too small image gives a ``(0, 0, 31)`` array, as dlib's empty one. ``cell_size``
+    must be at least 2 (dlib's separate cell-size-1 variant is not implemented)."""
+    a = np.asarray(img)
+    if a.dtype != np.uint8 or not (a.ndim == 2 or (a.ndim == 3 and a.shape[2] == 3)):
+        raise TypeError(f"extract_fhog_features: expected an H x W or H x W x 3 uint8 image, got "
+                        f"shape {a.shape} dtype {a.dtype}")
+    cell = int(cell_size)
+    if cell < 2 or filter_rows_padding < 1 or filter_cols_padding < 1:
+        raise ValueError(f"extract_fhog_features: needs cell_size >= 2 and paddings >= 1, got "
+                         f"{cell_size}, {filter_rows_padding}, {filter_cols_padding}")
+    nr, nc = a.shape[:2]
+    cells_nr = int(float(_F(nr) / _F(cell)) + 0.5)
+    cells_nc = int(float(_F(nc) / _F(cell)) + 0.5)
+    hog_nr, hog_nc = max(cells_nr - 2, 0), max(cells_nc - 2, 0)
+    if hog_nr == 0 or hog_nc == 0:
+        return np.zeros((0, 0, 31), np.float32)
+    hist = _histograms(a, cell, cells_nr, cells_nc)
+    feats = _features(hist, cells_nr, cells_nc)
+    out = np.zeros((hog_nr + filter_rows_padding - 1, hog_nc + filter_cols_padding - 1, 31), np.float32)
+    top, left = (filter_rows_padding - 1) // 2, (filter_cols_padding - 1) // 2
+    out[top:top + hog_nr, left:left + hog_nc] = feats
+    return out
+
+
+def _gradients(a, ys, xs, simd):
+    """Each pixel's gradient (float32 x, y and squared length): the grey level's, or the RGB
+    channel's with the longest. On ties dlib's scalar code keeps the earlier channel (red,
+    then green), its SIMD code (the columns where ``simd``) the later one."""
+    img = a.astype(np.int32)
+    rows, cols = ys[:, None], xs[None, :]
+    gx = img[rows, cols + 1] - img[rows, cols - 1]
+    gy = img[rows + 1, cols] - img[rows - 1, cols]
+    if img.ndim == 3:
+        length = gx * gx + gy * gy                      # (h, w, 3), exact in int32
+        best = length[..., 0].copy()
+        pick = np.zeros(best.shape, np.int64)
+        for ch in (1, 2):
+            longer = np.where(simd[None, :], length[..., ch] >= best, length[..., ch] > best)
+            best = np.where(longer, length[..., ch], best)
+            pick = np.where(longer, ch, pick)
+        gx = np.take_along_axis(gx, pick[..., None], 2)[..., 0]
+        gy = np.take_along_axis(gy, pick[..., None], 2)[..., 0]
+    gx, gy = gx.astype(np.float32), gy.astype(np.float32)
+    return gx, gy, gx * gx + gy * gy
+
+
+def _histograms(a, cell, cells_nr, cells_nc):
+    """The 18-bin orientation histograms, (cells_nr + 2) x (cells_nc + 2) x 18 (a border of
+    cells that receives votes but is never read), in float64."""
+    nr, nc = a.shape[:2]
+    visible_nr = min(cells_nr * cell, nr) - 1
+    visible_nc = min(cells_nc * cell, nc) - 1
+    ys, xs = np.arange(1, visible_nr), np.arange(1, visible_nc)
+    hist = np.zeros((cells_nr + 2, cells_nc + 2, 18), np.float64)
+    if len(ys) == 0 or len(xs) == 0:
+        return hist
+    # dlib's 8-wide SIMD blocks cover x = 1, 9, ... while x < visible_nc - 7; the columns
+    # after the last whole block go through its scalar code
+    simd = xs < 1 + 8 * ((visible_nc - 8 + 7) // 8 if visible_nc > 8 else 0)
+    gx, gy, length = _gradients(a, ys, xs, simd)
+    best = np.zeros(gx.shape, np.float32)
+    orient = np.zeros(gx.shape, np.int64)
+    for o in range(9):      # dlib's order: o wins on dot > best, o + 9 on -dot > best
+        dot = gx * _DIRECTIONS[o, 0] + gy * _DIRECTIONS[o, 1]
+        win = dot > best
+        best, orient = np.where(win, dot, best), np.where(win, o, orient)
+        win = -dot > best
+        best, orient = np.where(win, -dot, best), np.where(win, o + 9, orient)
+    v = np.sqrt(length)
+    # rows: yp = (y + 0.5) / cell - 0.5, its floor and weights (float32, as dlib)
+    yp = ((ys + 0.5) / float(cell) - 0.5).astype(np.float32)
+    iyp = np.floor(yp).astype(np.int64)
+    vy0 = (yp - iyp.astype(np.float32)).astype(np.float32)
+    vy1 = (1.0 - vy0.astype(np.float64)).astype(np.float32)
+    # columns: the SIMD blocks compute xp = (x + 0.5) / cell + 0.5 in float32 and truncate
+    # it (the column of the cell to the left, already +1); the scalar code
+    # (x + 0.5) / cell - 0.5, floored, + 1
+    xf = xs.astype(np.float32)
+    xp_simd = (xf + _F(0.5)) / _F(cell) + _F(0.5)
+    ix_simd = xp_simd.astype(np.int64)
+    vx0_simd = xp_simd - ix_simd.astype(np.float32)
+    xp_tail = ((xs + 0.5) / float(cell) - 0.5).astype(np.float32)
+    ix_tail = np.floor(xp_tail).astype(np.int64)
+    vx0_tail = (xp_tail - ix_tail.astype(np.float32)).astype(np.float32)
+    col = np.where(simd, ix_simd, ix_tail + 1)
+    vx0 = np.where(simd, vx0_simd, vx0_tail)
+    vx1 = np.where(simd, _F(1) - vx0_simd, (1.0 - vx0_tail.astype(np.float64)).astype(np.float32))
+    # the 4 votes: SIMD: vy * (vx * v); scalar: (vy * vx) * v
+    s = simd[None, :]
+    votes = []
+    for vy, dy in ((vy1, 0), (vy0, 1)):
+        for vx, dx in ((vx1, 0), (vx0, 1)):
+            w = np.where(s, vy[:, None] * (vx[None, :] * v), (vy[:, None] * vx[None, :]) * v)
+            r = (iyp + 1 + dy)[:, None]
+            c = (col + dx)[None, :]
+            votes.append(((r * hist.shape[1] + c) * 18 + orient, w))
+    index = np.concatenate([i.ravel() for i, _ in votes])
+    weight = np.concatenate([w.ravel().astype(np.float64) for _, w in votes])
+    hist += np.bincount(index, weight, hist.size).reshape(hist.shape)
+    return hist
+
+
+def _features(hist, cells_nr, cells_nc):
+    """The 31 features of every inner cell from the histograms (float64 in, float32 out)."""
+    h = hist[1:-1, 1:-1]
+    norm = ((h[..., :9] + h[..., 9:]) ** 2).sum(axis=2)            # cells_nr x cells_nc
+    hr, hc = cells_nr - 2, cells_nc - 2
+
+    def n(dy, dx):
+        return norm[dy:dy + hr, dx:dx + hc]
+
+    # the energies of the 4 blocks of 2x2 cells around each cell, in dlib's lane order
+    blocks = np.stack([n(1, 1) + n(1, 2) + n(2, 1) + n(2, 2), n(0, 1) + n(0, 2) + n(1, 1) + n(1, 2),
+                       n(1, 0) + n(1, 1) + n(2, 0) + n(2, 1), n(0, 0) + n(0, 1) + n(1, 0) + n(1, 1)])
+    nn = 0.2 * np.sqrt(blocks + float(_F(0.0001)))                 # (4, hr, hc)
+    scale = 0.1 / nn
+    cellh = hist[2:2 + hr, 2:2 + hc]                               # (hr, hc, 18)
+    sensitive = np.minimum(cellh[None], nn[..., None]) * scale[..., None]            # (4, hr, hc, 18)
+    insensitive = np.minimum((cellh[..., :9] + cellh[..., 9:])[None], nn[..., None]) * scale[..., None]
+    out = np.empty((hr, hc, 31), np.float64)
+    out[..., :18] = sensitive.sum(axis=0)
+    out[..., 18:27] = insensitive.sum(axis=0)
+    out[..., 27:] = np.moveaxis(sensitive.sum(axis=3) * (2 * 0.2357), 0, -1)
+    return out.astype(np.float32)
