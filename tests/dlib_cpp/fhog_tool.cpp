@@ -9,18 +9,7 @@
 #include <dlib/array2d.h>
 #include <cstdio>
 using namespace dlib;
-static void gray(array2d<unsigned char>& im, long nr, long nc) {
-    im.set_size(nr, nc);
-    for (long r = 0; r < nr; ++r) for (long c = 0; c < nc; ++c) im[r][c] = (r*37 + c*11 + (r*c) % 13) & 255;
-}
-static void rgb(array2d<rgb_pixel>& im, long nr, long nc) {
-    im.set_size(nr, nc);
-    for (long r = 0; r < nr; ++r) for (long c = 0; c < nc; ++c) {
-        unsigned char v[3];
-        for (int k = 0; k < 3; ++k) v[k] = (r*37 + c*11 + k*71 + (r*c*(k+1)) % 17) & 255;
-        im[r][c] = rgb_pixel(v[0], v[1], v[2]);
-    }
-}
+#include "test_images.h"
 static unsigned long lcg_state = 12345;
 static unsigned char lcg() { lcg_state = (lcg_state * 1103515245UL + 12345UL) & 0x7fffffffUL; return (lcg_state >> 16) & 255; }
 static void noise_gray(array2d<unsigned char>& im, long nr, long nc) {

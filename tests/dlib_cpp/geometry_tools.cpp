@@ -12,6 +12,7 @@
 #include <dlib/array.h>
 #include <cstdio>
 using namespace dlib;
+#include "test_images.h"
 
 static unsigned long long fnv(const unsigned char* p, size_t n, unsigned long long h = 1469598103934665603ULL) {
     for (size_t i = 0; i < n; ++i) { h ^= p[i]; h *= 1099511628211ULL; }
@@ -21,18 +22,6 @@ template <typename img> unsigned long long hash_img(const img& im) {
     unsigned long long h = 1469598103934665603ULL;
     for (long r = 0; r < im.nr(); ++r) h = fnv((const unsigned char*)&im[r][0], im.nc() * sizeof(im[0][0]), h);
     return h;
-}
-static void gray(array2d<unsigned char>& im, long nr, long nc) {
-    im.set_size(nr, nc);
-    for (long r = 0; r < nr; ++r) for (long c = 0; c < nc; ++c) im[r][c] = (r*37 + c*11 + (r*c) % 13) & 255;
-}
-static void rgb(array2d<rgb_pixel>& im, long nr, long nc) {
-    im.set_size(nr, nc);
-    for (long r = 0; r < nr; ++r) for (long c = 0; c < nc; ++c) {
-        unsigned char v[3];
-        for (int k = 0; k < 3; ++k) v[k] = (r*37 + c*11 + k*71 + (r*c*(k+1)) % 17) & 255;
-        im[r][c] = rgb_pixel(v[0], v[1], v[2]);
-    }
 }
 static void pt(const char* name, const point_transform_affine& t) {
     printf("%s %.17g %.17g %.17g %.17g %.17g %.17g\n", name, t.get_m()(0,0), t.get_m()(0,1), t.get_m()(1,0),
