@@ -49,6 +49,9 @@ from .training import TrainingDivergedError, dnn_trainer
 from .data import (average_precision, bpe_tokenizer, load_image_dataset, randomize_samples,
                    test_object_detection_function)
 from .landmarks import shape_predictor
+from .image import get_face_chip, get_face_chips, load_rgb_image, save_image
+from .data import chinese_whispers_clustering
+from .models import cnn_face_detection_model_v1, face_recognition_model_v1, mmod_rectangle, mmod_rectangles
 from .statistics import (count_steps_without_decrease, count_steps_without_decrease_robust,
                          count_steps_without_increase, probability_that_sequence_is_increasing,
                          probability_values_are_increasing, probability_values_are_increasing_robust,
@@ -74,6 +77,8 @@ __all__ = [
     "serialize", "deserialize", "load", "serialize_objects", "deserialize_objects", "to_bytes",
     "from_bytes",
     "dnn_trainer", "TrainingDivergedError", "randomize_samples", "load_image_dataset", "shape_predictor",
+    "get_face_chip", "get_face_chips", "load_rgb_image", "save_image", "chinese_whispers_clustering",
+    "cnn_face_detection_model_v1", "face_recognition_model_v1", "mmod_rectangle", "mmod_rectangles",
     "test_object_detection_function", "average_precision", "bpe_tokenizer", "running_stats", "running_stats_decayed", "running_gradient",
     "count_steps_without_decrease", "count_steps_without_decrease_robust",
     "count_steps_without_increase", "probability_values_are_increasing",

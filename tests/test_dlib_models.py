@@ -235,3 +235,45 @@ def test_dnn_face_recognition_example_finds_and_aligns_faces_itself(tmp_path, im
     want = len(dlib.cnn_face_detection_model_v1(_model_path(models.FACE_DETECTOR_MODEL))(images[name], 1))
     assert want >= 1 and len(r["labels"]) == want
     assert r["descriptor"].shape == (128,)
+
+
+# -- dlib's Python classes: import dnnpy as dlib -------------------------------------------
+
+def test_dlibs_python_face_classes_equal_dlib(images):
+    """``face_recognition_model_v1(path).compute_face_descriptor`` in its forms and
+    ``cnn_face_detection_model_v1(path)(img, upsample_num_times)`` give dlib-bin's numbers:
+    descriptors within 1e-5, the same boxes, confidences within 1e-4."""
+    import dnnpy
+    dlib = _dlib()
+    sp_path = _model_path("shape_predictor_5_face_landmarks.dat")
+    fr_path = _model_path(models.FACE_RECOGNITION_MODEL)
+    det_path = _model_path(models.FACE_DETECTOR_MODEL)
+    ours, theirs = dnnpy.face_recognition_model_v1(fr_path), dlib.face_recognition_model_v1(fr_path)
+    sp, sp_d = dnnpy.shape_predictor(sp_path), dlib.shape_predictor(sp_path)
+    cnn, cnn_d = dnnpy.cnn_face_detection_model_v1(det_path), dlib.cnn_face_detection_model_v1(det_path)
+    hog = dlib.get_frontal_face_detector()
+    name = sorted(images)[1]
+    img = images[name]
+    dets = list(hog(img, 1))
+    shapes = sp.batch(img, dets)
+    want = dlib.full_object_detections()
+    for d in dets:
+        want.append(sp_d(img, d))
+    got = ours.compute_face_descriptor(img, shapes)
+    assert len(got) == len(dets) >= 1
+    for a, b in zip(got, theirs.compute_face_descriptor(img, want)):
+        assert a.shape == (128,) and np.abs(a - np.array(b)).max() <= 1e-5
+    one = ours.compute_face_descriptor(img, shapes[0])
+    assert np.array_equal(one, got[0])
+    chips = dnnpy.get_face_chips(img, shapes)
+    assert np.abs(ours.compute_face_descriptor(chips[0]) - got[0]).max() <= 1e-6
+    assert [len(x) for x in ours.compute_face_descriptor([img, img], [shapes[:1], shapes])] == [1, len(shapes)]
+    assert ours.compute_face_descriptor(img, []) == []
+    jittered = ours.compute_face_descriptor(img, shapes[0], 3)
+    assert np.linalg.norm(jittered - got[0]) < 0.2            # a mean of 3 jittered copies
+    for up in (0, 1):
+        a, b = cnn(img, up), cnn_d(img, up)
+        assert [(r.rect.left(), r.rect.top(), r.rect.right(), r.rect.bottom()) for r in a] == \
+            [(r.rect.left(), r.rect.top(), r.rect.right(), r.rect.bottom()) for r in b]
+        assert all(abs(x.confidence - y.confidence) <= 1e-4 for x, y in zip(a, b))
+    assert [len(x) for x in cnn([img, img], 0)] == [len(cnn(img, 0))] * 2

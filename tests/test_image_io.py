@@ -266,3 +266,14 @@ def test_pillow_reads_the_same(tmp_path):
     np.testing.assert_array_equal(load_image(tmp_path / "p.png"), img)
     save_jpeg(img, tmp_path / "p.jpg", quality=95)
     assert load_image(tmp_path / "p.jpg").shape == (6, 7, 3)
+
+
+def test_save_image_by_extension(tmp_path):
+    """dlib's Python ``save_image``: the format from the extension; an unknown one refused."""
+    img = RNG.integers(0, 256, (6, 7, 3)).astype(np.uint8)
+    for ext in (".png", ".bmp", ".webp"):
+        p = imio.save_image(img, tmp_path / f"a{ext}")
+        assert np.array_equal(load_image(p), img) if ext != ".webp" else load_image(p).shape == img.shape
+    assert load_image(imio.save_image(img, tmp_path / "a.JPG")).shape == img.shape
+    with pytest.raises(ValueError, match="extension"):
+        imio.save_image(img, tmp_path / "a.gif")

@@ -34,7 +34,7 @@ from ..atomic import atomic_write
 
 __all__ = ["load_image", "load_rgb_image", "load_grayscale_image", "load_rgb_alpha_image",
            "save_png", "save_jpeg", "image_file_type", "pillow_available", "read_image",
-           "get_max_image_pixels", "set_max_image_pixels", "encode_png", "PNG_SIGNATURE"]
+           "get_max_image_pixels", "set_max_image_pixels", "encode_png", "save_image", "PNG_SIGNATURE"]
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _MODES = ("RGB", "L", "RGBA")
@@ -295,5 +295,27 @@ def save_jpeg(img, path, quality: int = 75) -> str:
     out = io.BytesIO()
     _pillow().fromarray(np.ascontiguousarray(a)).save(out, format="JPEG", quality=int(quality))
     path = os.fspath(path)
+    atomic_write(path, out.getvalue())
+    return path
+
+
+_SAVE_FORMATS = {".png": "PNG", ".jpg": "JPEG", ".jpeg": "JPEG", ".bmp": "BMP", ".webp": "WEBP"}
+
+
+def save_image(img, path) -> str:
+    """dlib's Python ``save_image(img, filename)``: the format from the file name's extension
+    (``.png``, ``.jpg``/``.jpeg``, ``.bmp``, ``.webp``); H x W or H x W x 3 uint8 (x 4 for PNG
+    and WebP too). Written atomically; returns the path."""
+    path = os.fspath(path)
+    fmt = _SAVE_FORMATS.get(os.path.splitext(path)[1].lower())
+    if fmt is None:
+        raise ValueError(f"save_image: {path}: the extension must be one of {sorted(_SAVE_FORMATS)}")
+    if fmt == "PNG":
+        return save_png(img, path)
+    if fmt == "JPEG":
+        return save_jpeg(img, path)
+    a = _checked_png_image(img, "save_image")
+    out = io.BytesIO()
+    _pillow().fromarray(a[:, :, 0] if a.shape[2] == 1 else a, _PNG_CHANNELS[a.shape[2]]).save(out, format=fmt)
     atomic_write(path, out.getvalue())
     return path
