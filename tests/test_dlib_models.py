@@ -277,3 +277,18 @@ def test_dlibs_python_face_classes_equal_dlib(images):
             [(r.rect.left(), r.rect.top(), r.rect.right(), r.rect.bottom()) for r in b]
         assert all(abs(x.confidence - y.confidence) <= 1e-4 for x, y in zip(a, b))
     assert [len(x) for x in cnn([img, img], 0)] == [len(cnn(img, 0))] * 2
+
+
+def test_cnn_face_detector_script_prints_dlibs_detections(tmp_path, images, capsys):
+    """dlib's python_examples/cnn_face_detector.py run with dnnpy: the printed boxes are dlib's."""
+    from dnnpy.examples import cnn_face_detector
+    dlib = _dlib()
+    name = sorted(images)[2]
+    photo = save_png(images[name], tmp_path / "photo.png")
+    r = cnn_face_detector.main([str(photo), "--out", str(tmp_path)])
+    want = dlib.cnn_face_detection_model_v1(_model_path(models.FACE_DETECTOR_MODEL))(images[name], 1)
+    got = r[str(photo)]
+    assert [(d.rect.left(), d.rect.top(), d.rect.right(), d.rect.bottom()) for d in got] == \
+        [(d.rect.left(), d.rect.top(), d.rect.right(), d.rect.bottom()) for d in want]
+    assert f"Number of faces detected: {len(want)}" in capsys.readouterr().out
+    assert (tmp_path / "photo_faces.png").is_file()
