@@ -497,6 +497,8 @@ class point(tuple):
 
 def _coordinate(v):
     """An integer stays an int (dlib's ``point`` is integral); anything else is a float."""
+    if type(v) is int or type(v) is float:      # the common case, without the ABC checks
+        return v
     if isinstance(v, bool) or type(v).__name__ == "bool_":
         raise TypeError(f"point: a coordinate must be a number, got {v!r}")
     return int(v) if isinstance(v, numbers.Integral) else float(v)
