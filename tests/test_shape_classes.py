@@ -1,4 +1,4 @@
-"""G4 procedural classes (dnnpy.data.make_shape_classes)."""
+"""The generated shape classes (dnnpy.data.make_shape_classes)."""
 
 import numpy as np
 import pytest

@@ -6,7 +6,7 @@ metrics (detection_metrics.py: ``test_object_detection_function``, ``average_pre
 ``prefetch`` (prefetch.py: training data made in background threads), generated
 detection/segmentation scenes (scenes.py: ``make_scene``, ``write_scene_dataset``) and
 procedural face-like identities (identities.py: ``make_identities``) and procedural
-shape x texture image classes (shape_classes.py: ``make_shape_classes``, G4)."""
+shape x texture image classes (shape_classes.py: ``make_shape_classes``)."""
 
 from . import imglab as image_dataset_metadata   # dlib's namespace: .box, .image, .dataset
 from .bpe_tokenizer import bpe_tokenizer

@@ -1,4 +1,4 @@
-"""G4, procedural classes: ten image classes made of a shape and a texture, for the ImageNet
+"""Generated shape classes: ten image classes made of a shape and a texture, for the ImageNet
 and self-supervised examples without a download (dlib's use ImageNet and CIFAR-10).
 
 Class ``k`` is the pair ``SHAPE_CLASS_NAMES[k]`` = ``"<shape>_<texture>"``. The shapes are

@@ -14,14 +14,14 @@ and the top 5 are printed as dlib's ``p: label`` lines.
 
 The default model is the one ``python -m dnnpy.examples.dnn_imagenet_train`` saves
 (``resnet34_g4_classifier.dnn`` in ``--out``, trained first when missing) and the default
-images are new G4 images (``dnnpy.data.make_shape_classes``, seed 2: never trained on); then
+images are new shape-class images (``dnnpy.data.make_shape_classes``, seed 2: never trained on); then
 the example also prints the top-1 and top-5 accuracy over them (dlib's example has no labels
 for its command-line photos). With ``--model resnet34_1000_imagenet_classifier.dnn`` (dlib's
 released file, from http://dlib.net/files/) it runs dlib's own ResNet-34 (crops of 227x227;
 ``--crop`` sets the size for other files) on the IMAGE files given. What differs: no
 ``image_window`` and no "Hit enter" pause; the numbers and labels are printed only.
 
-Measured (the net of the default ``dnn_imagenet_train`` run, 200 new G4 images, 16 crops each,
+Measured (the net of the default ``dnn_imagenet_train`` run, 200 new shape-class images, 16 crops each,
 one thread, quiet 2-core machine, 2026-12-03): test top-1 0.775, top-5 1.00 (goal top-1 0.8:
 0.025 short, within one standard error of 200 images, +-0.03; the same net's validation top-1
 is 0.80); 5.7 s wall. ``--model`` with dlib's released layout: tests/dlib_cpp/test_released_files.py.
@@ -71,14 +71,14 @@ def print_top5(p, labels):
 
 def main(argv=None) -> dict:
     parser = base_parser(" ".join(__doc__.split("\n\n")[0].split()))
-    parser.add_argument("images", nargs="*", help="image files (default: new G4 images)")
+    parser.add_argument("images", nargs="*", help="image files (default: new shape-class images)")
     parser.add_argument("--model", help=f"a net + labels file (dlib's {DLIB_MODEL}, or one "
                         f"saved by dnn_imagenet_train; default: --out/{NET_FILE})")
     parser.add_argument("--crop", type=int, help=f"crop size (default: 227 for dlib's "
                         f"file, else {CROP})")
     parser.add_argument("--crops", type=int, default=16, help="random crops per image")
     parser.add_argument("--test-per-class", type=int, default=20,
-                        help="G4 test images per class when no IMAGE is given")
+                        help="shape-class test images per class when no IMAGE is given")
     parser.add_argument("--width", type=int, default=8,
                         help="first-level filters of the dnn_imagenet_train net in --model")
     add_threads_argument(parser)
@@ -111,11 +111,11 @@ def main(argv=None) -> dict:
             images, y = make_shape_classes(args.test_per_class, size=64, seed=2)
             p = np.stack([classify(snet, img, rnd, args.crops, crop) for img in images])
             for i in range(min(3, len(images))):
-                print(f"G4 test image {i} (a {labels[y[i]]}):")
+                print(f"test image {i} (a {labels[y[i]]}):")
                 print_top5(p[i], labels)
             top1, top5 = top_k_accuracies(p, y)
-            print(f"G4 test top5 accuracy:  {top5:.4f}")
-            print(f"G4 test top1 accuracy:  {top1:.4f}")
+            print(f"test top5 accuracy:  {top5:.4f}")
+            print(f"test top1 accuracy:  {top1:.4f}")
             results.update(top1=top1, top5=top5)
     print(f"done in {timer():.1f} s")
     return results

@@ -1,6 +1,6 @@
 """dlib's dnn_imagenet_train_ex: train a ResNet-34 classifier with random crops, mirror images
 and colour offsets, then test it with 16 random crops per image (top-1 and top-5); here on the
-procedural G4 classes (``dnnpy.data.make_shape_classes``) instead of ImageNet.
+generated shape classes (``dnnpy.data.make_shape_classes``) instead of ImageNet.
 
     python -m dnnpy.examples.dnn_imagenet_train [--steps 480] [--out dnnpy_example_output]
 
@@ -27,7 +27,7 @@ As dlib's example:
    and dlib's "val top5 accuracy" and "val top1 accuracy" lines are printed.
 
 What differs, and why (dlib trains two weeks on a GPU; this has a minute on a CPU):
-- data: G4 at 64x64 (10 classes, ``--per-class`` 300 training and ``--val-per-class`` 20
+- data: the shape classes at 64x64 (10 classes, ``--per-class`` 300 training and ``--val-per-class`` 20
   validation images per class) instead of ImageNet's 1000 classes; crops of 48x48 instead
   of 227x227 (the crop rectangle is dlib's, only the chip size is scaled);
 - the net is narrow: the levels have 1/8 of dlib's filters (8, 16, 32, 64; stem 8), and the
@@ -35,7 +35,7 @@ What differs, and why (dlib trains two weeks on a GPU; this has a minute on a CP
   both strides the last level would get a 2x2 input and its ``res_down`` a 0x0 output; here
   the levels see 23, 11, 5 and 2 pixels, as dlib's see 55, 27, 13 and 6);
 - mini-batches of 32 (dlib: 160) and a peak learning rate of 0.04 (dlib: 0.1, at which this
-  narrow net stays at chance on G4 within the run); a fixed ``--steps`` with a ``--warmup`` of
+  narrow net stays at chance on them within the run); a fixed ``--steps`` with a ``--warmup`` of
   80 steps (linear from 0.0005) and a cosine decay to 1e-3 of the peak at the last step
   (``learning_rate_at``; dlib drops the rate by ten when ``dnn_trainer`` sees 20000 steps
   without progress, far beyond a one-minute run, down to 1e-3 of the initial rate), and the
@@ -45,7 +45,7 @@ What differs, and why (dlib trains two weeks on a GPU; this has a minute on a CP
 Measured (default run, seeded: the numbers repeat exactly; one compute thread, quiet 2-core
 machine, 2026-12-03): val top-5 1.00 (goal 0.98: met), val top-1 0.80 (goal 0.8: met, with no
 margin), 64 s wall, 69 s CPU (goal: under 60 s: 4 s over; 480 steps of 0.107 s, 3 s making
-G4, 5 s testing 200 images x 16 crops). Other seeds (``--seed``): top-1 0.80, 0.805, 0.72,
+the shape classes, 5 s testing 200 images x 16 crops). Other seeds (``--seed``): top-1 0.80, 0.805, 0.72,
 0.825 for seeds 1-4. The run ends at an average loss near 1.5: the deep narrow net is still
 learning, and 200 validation images alone move top-1 by +-0.03 (one standard error), so
 top-1 sits at the goal rather than above it. Seed sweeps (top-1 for seeds 0 / 1 / 2):
@@ -55,7 +55,7 @@ with weight decay 5e-4 (0.685 / 0.71 / 0.71) or 5e-5 (0.69 / 0.70 / 0.79); 0.05,
 dlib's three drops by ten at 70/85/95% without warm-up (0.77); linear decay (0.75); crop
 scale U(0.6, 0.875) (0.685), U(0.55, 0.95) (0.70); 500 images per class (0.585); bn window 100
 (0.78); 12 or 16 first-level filters (0.66 and chance, within the minute). dlib's ResNet-34
-layout, deep and narrow, learns G4 slowly from scratch.
+layout, deep and narrow, learns them slowly from scratch.
 
 ``python -m dnnpy.examples.dnn_imagenet`` runs the saved net on new images, as dlib's
 dnn_imagenet_ex.
@@ -200,9 +200,9 @@ def add_arguments(parser):
                         help="steps of linear learning-rate warm-up (dlib: none)")
     parser.add_argument("--bn-window", type=int, default=30,
                         help="set_all_bn_running_stats_window_sizes (dlib: 1000)")
-    parser.add_argument("--per-class", type=int, default=300, help="G4 training images per class")
+    parser.add_argument("--per-class", type=int, default=300, help="training images per class")
     parser.add_argument("--val-per-class", type=int, default=20,
-                        help="G4 validation images per class")
+                        help="validation images per class")
     parser.add_argument("--width", type=int, default=8, help="filters of the first level (dlib: 64)")
     parser.add_argument("--crops", type=int, default=16, help="random crops per test image")
     parser.add_argument("--seed", type=int, default=0, help="seed of the data, the crops and the net")
@@ -215,10 +215,10 @@ def quick_settings(args):
 
 
 def train(args, say=print):
-    """Train on G4; returns ``(net, labels, results)`` with the trained ``bn_con`` net."""
+    """Train on the shape classes; returns ``(net, labels, results)`` with the trained ``bn_con`` net."""
     images, y = make_shape_classes(args.per_class, size=64, seed=args.seed)
     labels = list(SHAPE_CLASS_NAMES)
-    say(f"images in dataset: {len(images)} (G4, {len(labels)} classes, 64x64, crops "
+    say(f"images in dataset: {len(images)} (shape classes, {len(labels)} classes, 64x64, crops "
         f"{CROP}x{CROP})")
     with seeded_initialisation(args.seed):
         net = make_net_type(len(labels), args.width)()
@@ -262,7 +262,7 @@ def main(argv=None) -> dict:
         dnnpy.serialize_objects(net_path, net, labels, format="dlib")
 
         snet = softmax_net(net)
-        print("Testing network on G4 validation images...")
+        print("Testing network on the shape classes' validation images...")
         val, val_y = make_shape_classes(args.val_per_class, size=64, seed=args.seed + 1)
         p = crop_average_probabilities(snet, val, dlib_rand(f"val{args.seed}"), args.crops)
         top1, top5 = top_k_accuracies(p, val_y)

@@ -20,7 +20,7 @@ As dlib's example:
    as dlib does (num right, num wrong, accuracy, error rate).
 
 What differs, and why: dlib trains a ResNet-50 (no input downsampling) on CIFAR-10 for hours
-on a GPU; here the data are G4 procedural classes at 32x32 (``dnnpy.data.make_shape_classes``:
+on a GPU; here the data are generated shape classes at 32x32 (``dnnpy.data.make_shape_classes``:
 shape x texture, random colours; ``--cifar DIR`` reads CIFAR-10's binary files with
 ``load_cifar_10_dataset``) and the backbone is a narrow ResNet of basic blocks (``--width``
 filters then 2x, 4x, downsampling by 4), trained a fixed ``--steps`` (dlib: until the learning
@@ -32,9 +32,9 @@ linear-probe test accuracy with the SSL features against the same probe on the f
 the same architecture, randomly initialised (its bn running statistics recomputed on the
 training images, so that it is a fair baseline); both are printed.
 
-Not in dlib: on G4 each view also goes through ``shuffle_colors`` (a random channel
+Not in dlib: on the shape classes each view also goes through ``shuffle_colors`` (a random channel
 permutation and per-channel inversion; ``--dlib-augment`` turns it off, ``--cifar`` never uses
-it). G4's colours are random and carry no class information, but ``disturb_colors`` keeps the
+it). Their colours are random and carry no class information, but ``disturb_colors`` keeps the
 hue, so Barlow Twins matched views by colour (the SimCLR "colour shortcut"); this doubled the
 probe gain (+0.037 -> +0.077 at width 8, 200 steps).
 
@@ -146,7 +146,7 @@ def augment(image, rnd, size=32, min_scale=0.5):
 
 def shuffle_colors(crop, rnd):
     """A random permutation of the colour channels, then each channel inverted (``255 - v``)
-    with p 0.5 (not in dlib). On G4 the colours are random and carry no class information, but
+    with p 0.5 (not in dlib). On the shape classes the colours are random and carry no class information, but
     ``disturb_colors`` keeps the hue, so two views of an image match by colour alone and
     Barlow Twins learns that shortcut; this makes colour useless for matching views."""
     perm = [0, 1, 2]
@@ -211,7 +211,7 @@ def load_data(args):
     x, y = make_shape_classes(args.images_per_class, size=32, seed=args.seed)
     tx, ty = make_shape_classes(args.test_per_class, size=32, seed=args.seed + 1000)
     return (x, np.asarray(y), tx, np.asarray(ty),
-            f"G4 shape classes ({args.images_per_class} per class, 32x32)")
+            f"generated shape classes ({args.images_per_class} per class, 32x32)")
 
 
 def eccm_png(net, path):
@@ -240,11 +240,11 @@ def add_arguments(parser):
                         help="fraction of the training labels the linear classifier uses")
     parser.add_argument("--width", type=int, default=12, help="filters of the first level")
     parser.add_argument("--images-per-class", type=int, default=200,
-                        help="G4 training images per class (labels used only by the probe)")
-    parser.add_argument("--test-per-class", type=int, default=100, help="G4 test images per class")
+                        help="training images per class (labels used only by the probe)")
+    parser.add_argument("--test-per-class", type=int, default=100, help="test images per class")
     parser.add_argument("--seed", type=int, default=0, help="seed of the data and the nets")
     parser.add_argument("--dlib-augment", action="store_true",
-                        help="dlib's augment only (default on G4: also shuffle_colors, a channel "
+                        help="dlib's augment only (default on the shape classes: also shuffle_colors, a channel "
                              "permutation and inversion; --cifar: always dlib's only)")
     add_threads_argument(parser)
 
