@@ -18,7 +18,8 @@ __all__ = ["rectangle", "drectangle", "mmod_rect", "ignored_mmod_rect", "test_bo
            "overlaps_any_box", "centered_rect", "centered_drect", "move_rect", "translate_rect",
            "set_rect_area", "center", "dcenter", "nearest_rect", "get_rect", "lround",
            "round_point", "shrink_rect", "grow_rect", "set_aspect_ratio", "full_object_detection",
-           "OBJECT_PART_NOT_PRESENT", "point", "points", "rectangles", "full_object_detections"]
+           "OBJECT_PART_NOT_PRESENT", "point", "points", "rectangles", "full_object_detections",
+           "as_rectangle"]
 
 
 def lround(v) -> int:
@@ -464,6 +465,26 @@ def set_aspect_ratio(rect, ratio):
         w = int(math.sqrt(area * ratio) + 0.5)
         h = int(w / ratio + 0.5)
     return centered_rect(rect, w, h)
+
+
+def as_rectangle(rect, op: str = "rectangle") -> rectangle:
+    """``rect`` as a ``rectangle``: a rectangle, a drectangle (rounded), an mmod_rect (its box),
+    anything with dlib's ``left() top() right() bottom()`` (``dlib.rectangle``) or a
+    ``(left, top, right, bottom)`` sequence; else a TypeError naming ``op``."""
+    if isinstance(rect, rectangle):
+        return rect
+    if isinstance(rect, drectangle):
+        return rect.to_rectangle()
+    if isinstance(rect, mmod_rect):
+        return rect.rect
+    if all(hasattr(rect, k) for k in ("left", "top", "right", "bottom")):  # e.g. dlib.rectangle
+        return rectangle(rect.left(), rect.top(), rect.right(), rect.bottom())
+    try:
+        left, top, right, bottom = (int(v) for v in rect)
+    except (TypeError, ValueError):
+        raise TypeError(f"{op}: expected a rectangle, drectangle, mmod_rect or (left, top, right, "
+                        f"bottom), got {rect!r}") from None
+    return rectangle(left, top, right, bottom)
 
 
 OBJECT_PART_NOT_PRESENT = (float(0x7FFFFFFFFFFFF), float(0x7FFFFFFFFFFFF))

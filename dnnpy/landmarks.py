@@ -32,7 +32,7 @@ import numpy as np
 
 from .atomic import atomic_write
 from .errors import SerializationError
-from .geometry import full_object_detection, rectangle
+from .geometry import as_rectangle, full_object_detection
 from .image.matrix_la import pinv
 from .serialization.files import MAGIC, not_a_net_reason, read_source
 from .serialization.packed import decode_ints, encode_ints, from_floats, to_floats, token_starts
@@ -116,7 +116,7 @@ class shape_predictor:
         result is a list of lists). Vectorised over boxes and trees."""
         if isinstance(images, np.ndarray):
             grey = [_checked(images)]
-            rects = [_rect(b) for b in boxes]
+            rects = [as_rectangle(b, "shape_predictor") for b in boxes]
             owner = np.zeros(len(rects), np.int64)
             return self._run(grey, owner, rects)
         images = list(images)
@@ -124,7 +124,7 @@ class shape_predictor:
         if len(images) != len(boxes):
             raise ValueError(f"shape_predictor.batch: {len(images)} images but {len(boxes)} box lists")
         grey = [_checked(im) for im in images]
-        rects = [[_rect(b) for b in bs] for bs in boxes]
+        rects = [[as_rectangle(b, "shape_predictor") for b in bs] for bs in boxes]
         owner = np.repeat(np.arange(len(grey)), [len(r) for r in rects])
         flat = self._run(grey, owner, [r for rs in rects for r in rs])
         out, at = [], 0
@@ -367,15 +367,13 @@ def _what_it_is(data, path):
     """For a file that did not read as a shape predictor: an error saying what it is when
     it starts like a dlib net (a version string such as ``loss_mmod_`` within its first
     bytes: a length, then that many name characters), else None."""
-    m = re.search(rb"\x01([\x04-\x40])", data[:64])
-    while m:
+    for m in re.finditer(rb"\x01(?=([\x04-\x40]))", data[:64]):     # a packed length 4..64
         n = m.group(1)[0]
-        name = data[m.end():m.end() + n]
+        name = data[m.start() + 2:m.start() + 2 + n]
         if len(name) == n and re.fullmatch(rb"[A-Za-z0-9_<>]+", name) and b"_" in name:
             return SerializationError(f"{path}: not a shape predictor: it holds {name.decode()!r} "
                                       f"records (a dlib net is read with dnnpy.deserialize(path, "
                                       f"net_type()))")
-        m = re.compile(rb"\x01([\x04-\x40])").search(data[:64], m.start() + 1)
     return None
 
 
@@ -391,14 +389,6 @@ def _checked(img):
         raise ValueError("shape_predictor: an RGBA image: pass its RGB part, img[:, :, :3] (dlib's "
                          "Python API takes 8-bit grey or RGB only)")
     raise ValueError(f"shape_predictor: expected an H x W grey or H x W x 3 RGB image, got shape {a.shape}")
-
-
-def _rect(box):
-    if hasattr(box, "rect") and not callable(box.rect):       # mmod_rect
-        box = box.rect
-    if hasattr(box, "left") and callable(box.left):
-        return rectangle(int(box.left()), int(box.top()), int(box.right()), int(box.bottom()))
-    return rectangle._coerce(box)
 
 
 def _unnormalizing(box):

@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from ..geometry import drectangle, mmod_rect, rectangle
+from ..geometry import as_rectangle
 
 __all__ = ["draw_line", "draw_rectangle", "tile_images", "tile_image_grid", "join_rows",
            "join_cols", "colormap_jet", "jet", "overlay", "color_mapper"]
@@ -110,30 +110,13 @@ def draw_line(img, p1, p2, color) -> np.ndarray:
     return img
 
 
-def _as_rectangle(rect, op: str) -> rectangle:
-    if isinstance(rect, rectangle):
-        return rect
-    if isinstance(rect, drectangle):
-        return rect.to_rectangle()
-    if isinstance(rect, mmod_rect):
-        return rect.rect
-    if all(hasattr(rect, k) for k in ("left", "top", "right", "bottom")):  # e.g. dlib.rectangle
-        return rectangle(rect.left(), rect.top(), rect.right(), rect.bottom())
-    try:
-        left, top, right, bottom = (int(v) for v in rect)
-    except (TypeError, ValueError):
-        raise TypeError(f"{op}: expected a rectangle, drectangle, mmod_rect or (left, top, right, "
-                        f"bottom), got {rect!r}") from None
-    return rectangle(left, top, right, bottom)
-
-
 def draw_rectangle(img, rect, color, thickness: int = 1) -> np.ndarray:
     """dlib's ``draw_rectangle(img, rect, val, thickness)``: the rectangle's four edges, in
     place, clipped to the image; returns ``img``. For ``thickness`` t, pass i draws the
     rectangle shrunk by ``(i + 1) // 2`` for even i and grown by it for odd i (dlib's order),
     so the border is centred on ``rect``."""
     _check_image(img, "draw_rectangle")
-    r = _as_rectangle(rect, "draw_rectangle")
+    r = as_rectangle(rect, "draw_rectangle")
     if int(thickness) < 1:
         raise ValueError(f"draw_rectangle: thickness must be >= 1, got {thickness}")
     for i in range(int(thickness)):

@@ -127,19 +127,25 @@ def decode_ints(b: np.ndarray, starts: np.ndarray, what: str = "the data", offse
         at = int(starts[np.argmax(~valid)])
         raise SerializationError(f"{what}: expected a packed integer at byte offset {offset + at}, "
                                  f"found the byte 0x{b[at]:02x}")
-    padded = np.concatenate([b, np.zeros(8, np.uint8)])
     size = control & 0x0F
+    last = len(b) - 1
+
+    def byte(j, at=slice(None)):
+        """Magnitude byte ``j`` of the integers ``at`` (an index clipped to the data: only
+        the last integers can reach past it, and their bytes there are masked out)."""
+        return b[np.minimum(starts[at] + 1 + j, last)]
+
     # most integers have 1 to 3 magnitude bytes: those are gathered for all (zeroed beyond
     # the size), the rare longer ones apart
-    mag = padded[starts + 1].astype(np.uint32)
-    mag |= (padded[starts + 2].astype(np.uint32) << 8) * (size > 1)
-    mag |= (padded[starts + 3].astype(np.uint32) << 16) * (size > 2)
+    mag = byte(0).astype(np.uint32)
+    mag |= (byte(1).astype(np.uint32) << 8) * (size > 1)
+    mag |= (byte(2).astype(np.uint32) << 16) * (size > 2)
     out = mag.astype(np.int64)
     wide = np.nonzero(size > 3)[0]
     if len(wide):
         big = out[wide].astype(np.uint64)
         for j in range(3, 8):
-            big |= np.where(size[wide] > j, padded[starts[wide] + 1 + j], 0).astype(np.uint64) << np.uint64(8 * j)
+            big |= np.where(size[wide] > j, byte(j, wide), 0).astype(np.uint64) << np.uint64(8 * j)
         if int(big.max()) >= 1 << 63:
             at = int(starts[wide[np.argmax(big >= np.uint64(1 << 63))]])
             raise SerializationError(f"{what}: the packed integer at byte offset {offset + at} does "

@@ -353,6 +353,14 @@ def test_loss_multiclass_per_pixel_learned_params_on_trivial_single_pixel_task()
 
 # ----------------------------------------------------------------------------------------
 
+def _truth_filter_task(truth_filter, generator, num_samples, nr, nc):
+    """dlib's data of the per-pixel trivial tasks: random +-1 images and, per pixel, the class
+    the truth filter scores highest."""
+    x = [np.where(generator.random((nr, nc)) < 0.5, 1.0, -1.0).astype(np.float32)
+         for _ in range(num_samples)]
+    return x, [_labels_from_truth_filter(truth_filter, xtmp) for xtmp in x]
+
+
 def _labels_from_truth_filter(truth_filter, xtmp):
     """dlib's loop: the class of the largest of the truth filter's outputs at each pixel
     (the first one on ties: dlib replaces the maximum only on '>')."""
@@ -372,13 +380,8 @@ def test_loss_multiclass_per_pixel_activations_on_trivial_single_pixel_task():
     # Define a "truth" filter
     truth_filter = filter_type()
 
-    # Generate training data
-    x, y = [], []
-    for _ in range(num_samples):
-        xtmp = np.where(generator.random((input_height, input_width)) < 0.5, 1.0, -1.0).astype(np.float32)
-        x.append(xtmp)
-        # Generate target output y by applying the truth filter on x
-        y.append(_labels_from_truth_filter(truth_filter, xtmp))
+    # Generate training data: target output y by applying the truth filter on x
+    x, y = _truth_filter_task(truth_filter, generator, num_samples, input_height, input_width)
 
     net_type = loss_multiclass_log_per_pixel[filter_type]
     net = net_type()
@@ -418,12 +421,8 @@ def test_loss_multiclass_per_pixel_outputs_on_trivial_task():
     # Define a "truth" filter
     truth_filter = filter_type()
 
-    # Generate training data
-    x, y = [], []
-    for _ in range(num_samples):
-        xtmp = np.where(generator.random((input_height, input_width)) < 0.5, 1.0, -1.0).astype(np.float32)
-        x.append(xtmp)
-        y.append(_labels_from_truth_filter(truth_filter, xtmp))
+    # Generate training data: target output y by applying the truth filter on x
+    x, y = _truth_filter_task(truth_filter, generator, num_samples, input_height, input_width)
 
     net_type = loss_multiclass_log_per_pixel[filter_type]
     net = net_type()
