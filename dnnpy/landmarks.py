@@ -115,30 +115,28 @@ class shape_predictor:
         ``batch(images, boxes_per_image)`` (a list of images and a list of box lists; the
         result is a list of lists). Vectorised over boxes and trees."""
         if isinstance(images, np.ndarray):
-            grey = [_checked(images)]
             rects = [as_rectangle(b, "shape_predictor") for b in boxes]
-            owner = np.zeros(len(rects), np.int64)
-            return self._run(grey, owner, rects)
+            return self._run([_checked(images)], np.zeros(len(rects), np.int64), rects)
         images = list(images)
         boxes = list(boxes)
         if len(images) != len(boxes):
             raise ValueError(f"shape_predictor.batch: {len(images)} images but {len(boxes)} box lists")
-        grey = [_checked(im) for im in images]
+        checked = [_checked(im) for im in images]
         rects = [[as_rectangle(b, "shape_predictor") for b in bs] for bs in boxes]
-        owner = np.repeat(np.arange(len(grey)), [len(r) for r in rects])
-        flat = self._run(grey, owner, [r for rs in rects for r in rs])
+        owner = np.repeat(np.arange(len(checked)), [len(r) for r in rects])
+        flat = self._run(checked, owner, [r for rs in rects for r in rs])
         out, at = [], 0
         for rs in rects:
             out.append(flat[at:at + len(rs)])
             at += len(rs)
         return out
 
-    def _run(self, grey, owner, rects, chunk=16):
+    def _run(self, images, owner, rects, chunk=16):
         # 16 to 24 boxes per pass were fastest (68 points: 1.3 ms a box; 64 boxes: 1.5 ms, the
         # (trees, boxes, 136) leaf rows then outgrow the cache)
         out = []
         for s in range(0, len(rects), chunk):
-            out.extend(self._run_chunk(grey, owner[s:s + chunk], rects[s:s + chunk]))
+            out.extend(self._run_chunk(images, owner[s:s + chunk], rects[s:s + chunk]))
         return out
 
     def _run_chunk(self, images, owner, rects):
@@ -151,9 +149,7 @@ class shape_predictor:
         n = len(rects)
         groups = [(images[k], np.nonzero(owner == k)[0]) for k in np.unique(owner)]
         shape = np.tile(self.initial_shape, (n, 1))
-        frm = self.initial_shape.reshape(-1, 2).astype(np.float64)
-        frm_centred = frm - frm.mean(axis=0)
-        frm_sigma = (frm_centred * frm_centred).sum() / len(frm)
+        frm_centred, frm_sigma = self._mean_shape_centred
         cols = np.arange(n)
         for lv in self.levels:
             sim = _similarity(frm_centred, frm_sigma, shape)                    # (n, 2, 2) float32
@@ -177,10 +173,7 @@ class shape_predictor:
             rows[0] = shape
             lv.leaf_rows.take(lv.leaf_base + node - lv.nsplit, axis=0, out=rows[1:])
             shape = np.add.reduce(rows, axis=0)
-        xs, ys = shape[:, 0::2].astype(np.float64), shape[:, 1::2].astype(np.float64)
-        x = m[:, 0, 0, None] * xs + m[:, 0, 1, None] * ys + b[:, 0, None]
-        y = m[:, 1, 0, None] * xs + m[:, 1, 1, None] * ys + b[:, 1, None]
-        px, py = np.floor(x + 0.5).astype(np.int64), np.floor(y + 0.5).astype(np.int64)
+        px, py = _to_image(m, b, shape[:, 0::2], shape[:, 1::2])
         return [full_object_detection(r, list(zip(px[i].tolist(), py[i].tolist())))
                 for i, r in enumerate(rects)]
 
@@ -267,6 +260,10 @@ class shape_predictor:
             raise p.error(f"expected the end of the file after the shape predictor, but "
                           f"{len(b) - int(starts[p.at])} more bytes follow")
         self.initial_shape, self.levels = initial, levels
+        frm = initial.reshape(-1, 2).astype(np.float64)
+        centred = frm - frm.mean(axis=0)
+        # what the similarity transforms need of the mean shape: centred, its mean squared norm
+        self._mean_shape_centred = centred, (centred * centred).sum() / len(frm)
         return int(starts[p.at]) if p.at < len(starts) else len(b)
 
 
@@ -429,14 +426,21 @@ def _similarity(frm_centred, sigma, shape):
     return (np.stack([np.stack([a, -b], axis=1), np.stack([b, a], axis=1)], axis=1) / sigma).astype(np.float32)
 
 
-def _pixels(groups, m, b, px, py):
-    """Grey levels at the feature pixels (n, F): mapped into each box's image in float64,
-    rounded as dlib's point conversion, 0 outside the image; an RGB pixel's grey level is
-    ``(r + g + b) // 3`` (dlib's ``get_pixel_intensity``). ``groups``: (image, its boxes)."""
+def _to_image(m, b, px, py):
+    """Shape coordinates (n, k, float32) mapped into each box's image (``m``, ``b``: the
+    unnormalizing transforms) in float64 and rounded as dlib's ``point`` conversion,
+    ``floor(v + 0.5)``: int64 ``(x, y)``."""
     fx, fy = px.astype(np.float64), py.astype(np.float64)
     x = m[:, 0, 0, None] * fx + m[:, 0, 1, None] * fy + b[:, 0, None]
     y = m[:, 1, 0, None] * fx + m[:, 1, 1, None] * fy + b[:, 1, None]
-    xi, yi = np.floor(x + 0.5).astype(np.int64), np.floor(y + 0.5).astype(np.int64)
+    return np.floor(x + 0.5).astype(np.int64), np.floor(y + 0.5).astype(np.int64)
+
+
+def _pixels(groups, m, b, px, py):
+    """Grey levels at the feature pixels (n, F), 0 outside the image; an RGB pixel's grey
+    level is ``(r + g + b) // 3`` (dlib's ``get_pixel_intensity``). ``groups``: (image, the
+    rows of its boxes)."""
+    xi, yi = _to_image(m, b, px, py)
     out = np.zeros(xi.shape, np.float32)
     for img, rows in groups:
         xs, ys = (xi, yi) if len(groups) == 1 else (xi[rows], yi[rows])
