@@ -228,6 +228,9 @@ def test_dnn_face_recognition_example_finds_and_aligns_faces_itself(tmp_path, im
     """``--images PHOTO --detect``: dlib's CNN detector (upsampled once) finds the faces and the
     5-point shape predictor aligns them; as many faces as dlib's detector finds."""
     dlib = _dlib()
+    for needed in (models.FACE_RECOGNITION_MODEL, models.FACE_DETECTOR_MODEL,
+                   "shape_predictor_5_face_landmarks.dat"):
+        _model_path(needed)                     # the script finds these in the package
     name = sorted(images)[0]
     photo = save_png(images[name], tmp_path / "photo.png")
     r = dnn_face_recognition.main(["--images", str(photo), "--detect", "--jitters", "2",
@@ -283,10 +286,11 @@ def test_cnn_face_detector_script_prints_dlibs_detections(tmp_path, images, caps
     """dlib's python_examples/cnn_face_detector.py run with dnnpy: the printed boxes are dlib's."""
     from dnnpy.examples import cnn_face_detector
     dlib = _dlib()
+    model = _model_path(models.FACE_DETECTOR_MODEL)        # the script finds it in the package
     name = sorted(images)[2]
     photo = save_png(images[name], tmp_path / "photo.png")
     r = cnn_face_detector.main([str(photo), "--out", str(tmp_path)])
-    want = dlib.cnn_face_detection_model_v1(_model_path(models.FACE_DETECTOR_MODEL))(images[name], 1)
+    want = dlib.cnn_face_detection_model_v1(model)(images[name], 1)
     got = r[str(photo)]
     assert [(d.rect.left(), d.rect.top(), d.rect.right(), d.rect.bottom()) for d in got] == \
         [(d.rect.left(), d.rect.top(), d.rect.right(), d.rect.bottom()) for d in want]
