@@ -10,6 +10,7 @@ helpers ``lround`` and ``round_point`` reproduce that (Python's ``round`` does n
 
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 
@@ -567,6 +568,15 @@ class full_object_detection:
                 self.parts.append(point(p))
             except (TypeError, ValueError):
                 raise ValueError(f"full_object_detection: part {i} must be an (x, y) point, got {p!r}") from None
+
+    @classmethod
+    def from_xy(cls, rect, xs, ys):
+        """A detection of ``rect`` (a ``rectangle``) with parts ``zip(xs, ys)``, lists of Python
+        ints (what a predictor computes: no per-point checks, for many detections fast)."""
+        det = cls.__new__(cls)
+        det.rect = rect
+        det.parts = points(map(tuple.__new__, itertools.repeat(point), zip(xs, ys)))
+        return det
 
     def get_rect(self):
         return self.rect

@@ -45,29 +45,74 @@ __all__ = ["shape_predictor"]
 _UNIT_PINV = np.array(pinv([[0.0, 1.0, 1.0], [0.0, 0.0, 1.0], [1.0, 1.0, 1.0]]), np.float64)
 
 
+# A tree of up to this many splits finds its leaf by one table lookup of its packed split
+# outcomes (2**15 entries for dlib's depth-4 trees); deeper trees walk the outcomes.
+_TABLE_SPLITS = 15
+
+
+def _leaf_table(nsplit):
+    """For every pattern of a tree's split outcomes (bit i: split i goes left), the leaf the
+    walk from the root reaches (dlib: left child ``2i + 1`` when ``f[idx1] - f[idx2] >
+    thresh``, else right child ``2i + 2``)."""
+    codes = np.arange(2 ** nsplit, dtype=np.int64)
+    node = np.zeros_like(codes)
+    while True:
+        inner = node < nsplit
+        if not inner.any():
+            return (node - nsplit).astype(np.intp)
+        left = (codes >> np.minimum(node, nsplit - 1)) & 1
+        node = np.where(inner, 2 * node + 2 - left, node)
+
+
 class _Level:
     """One cascade level: its feature pixels (anchor landmark, offset) and its forest, all
     trees of one depth: splits ``idx1``, ``idx2``, ``thresh`` (trees x splits) and leaves
-    (trees x leaves x 2*parts); flat copies for the vectorised walk."""
+    (trees x leaves x 2*parts), with what the vectorised run needs precomputed."""
 
     __slots__ = ("anchor", "deltas", "idx1", "idx2", "thresh", "leaves", "ntrees", "nsplit",
-                 "depth", "split_base", "leaf_base", "leaf_rows")
+                 "depth", "width", "anchor_cols", "dx", "dy", "leaf_rows", "leaf_base", "table")
 
     def __init__(self, anchor, deltas, idx1, idx2, thresh, leaves):
         self.anchor, self.deltas = anchor, deltas
         self.ntrees, self.nsplit = idx1.shape
         self.depth = int(self.nsplit).bit_length()
-        # the split tables flat, so one take() reads node i of every tree
-        self.idx1, self.idx2, self.thresh = idx1.ravel(), idx2.ravel(), thresh.ravel()
+        self.table = _leaf_table(self.nsplit) if 0 < self.nsplit <= _TABLE_SPLITS else None
+        # a table's trees get 8 or 16 outcome bits (padded with splits that never go left:
+        # f[0] - f[0] > inf), so the outcomes of all trees pack into one uint8/uint16 each
+        self.width = self.nsplit if self.table is None else 8 if self.nsplit <= 8 else 16
+        pad = ((0, 0), (0, self.width - self.nsplit))
+        # every split of every tree in one row, so one take() reads all of a level's splits
+        self.idx1 = np.pad(idx1, pad).ravel()
+        self.idx2 = np.pad(idx2, pad).ravel()
+        self.thresh = np.pad(thresh, pad, constant_values=np.inf).ravel()
         self.leaves = leaves
+        # the shape's columns of the anchors' x, then of their y: (2, F) after a reshape
+        self.anchor_cols = np.concatenate([2 * anchor, 2 * anchor + 1]).astype(np.intp)
+        self.dx, self.dy = deltas[:, 0].copy(), deltas[:, 1].copy()
         self.leaf_rows = leaves.reshape(-1, leaves.shape[2])
-        self.split_base = (np.arange(self.ntrees) * self.nsplit)[:, None]
         self.leaf_base = (np.arange(self.ntrees) * leaves.shape[1])[:, None]
 
     def splits(self):
         """``(idx1, idx2, thresh)``, each trees x splits."""
-        shape = (self.ntrees, self.nsplit)
-        return self.idx1.reshape(shape), self.idx2.reshape(shape), self.thresh.reshape(shape)
+        shape = (self.ntrees, self.width)
+        return tuple(a.reshape(shape)[:, :self.nsplit] for a in (self.idx1, self.idx2, self.thresh))
+
+    def leaves_reached(self, f):
+        """The leaf each tree reaches, (trees, n), for the feature pixel values ``f`` (n, F):
+        every split of every tree is decided at once, then each tree's leaf is looked up
+        from its outcomes (or walked through them, for trees too deep for a table)."""
+        n = len(f)
+        left = f.take(self.idx1, axis=1) - f.take(self.idx2, axis=1) > self.thresh
+        if self.table is not None:
+            code = np.packbits(left.reshape(-1), bitorder="little")
+            code = code.view("<u2") if self.width == 16 else code
+            return self.table.take(code.reshape(n, self.ntrees).T)
+        bits = left.reshape(n, self.ntrees, self.nsplit).transpose(1, 0, 2).reshape(-1)
+        base = np.arange(self.ntrees * n).reshape(self.ntrees, n) * self.nsplit
+        node = np.zeros((self.ntrees, n), np.intp)
+        for _ in range(self.depth):
+            node = 2 * node + 2 - bits.take(base + node)
+        return node - self.nsplit
 
 
 class shape_predictor:
@@ -131,9 +176,10 @@ class shape_predictor:
             at += len(rs)
         return out
 
-    def _run(self, images, owner, rects, chunk=16):
-        # 16 to 24 boxes per pass were fastest (68 points: 1.3 ms a box; 64 boxes: 1.5 ms, the
-        # (trees, boxes, 136) leaf rows then outgrow the cache)
+    def _run(self, images, owner, rects, chunk=32):
+        # boxes per pass: the leaf rows of a pass's boxes are read from the same trees, so
+        # larger passes read memory better until their (trees, boxes, 2P) rows outgrow the
+        # cache (68 points on dlib's photos: 8 boxes 1.11 ms a box, 32: 0.88, 48: 0.96)
         out = []
         for s in range(0, len(rects), chunk):
             out.extend(self._run_chunk(images, owner[s:s + chunk], rects[s:s + chunk]))
@@ -147,35 +193,30 @@ class shape_predictor:
         box = np.array([(r.left(), r.top(), r.right(), r.bottom()) for r in rects], np.float64)
         m, b = _unnormalizing(box)
         n = len(rects)
-        groups = [(images[k], np.nonzero(owner == k)[0]) for k in np.unique(owner)]
+        groups = ([(images[0], None)] if len(images) == 1 else
+                  [(images[k], np.nonzero(owner == k)[0]) for k in np.unique(owner)])
         shape = np.tile(self.initial_shape, (n, 1))
-        frm_centred, frm_sigma = self._mean_shape_centred
-        cols = np.arange(n)
+        # one buffer for every level's leaf rows (fresh large arrays would be fresh pages)
+        rows_buffer = np.empty((max(lv.ntrees for lv in self.levels) + 1,) + shape.shape, np.float32)
+        weights, fixed = self._mean_shape
         for lv in self.levels:
-            sim = _similarity(frm_centred, frm_sigma, shape)                    # (n, 2, 2) float32
-            dx, dy = lv.deltas[:, 0], lv.deltas[:, 1]
-            # dlib: tform * delta + shape[anchor], in float32
-            px = sim[:, 0, 0, None] * dx + sim[:, 0, 1, None] * dy + shape[:, 2 * lv.anchor]
-            py = sim[:, 1, 0, None] * dx + sim[:, 1, 1, None] * dy + shape[:, 2 * lv.anchor + 1]
-            f = _pixels(groups, m, b, px, py).ravel()                            # (n * F,)
-            nfeat = px.shape[1]
-            # every tree of the level, for every box: (trees, n) node indices into flat tables
-            node = np.zeros((lv.ntrees, n), np.int64)
-            for _ in range(lv.depth):
-                at = lv.split_base + node
-                left = (f[cols * nfeat + lv.idx1.take(at)] - f[cols * nfeat + lv.idx2.take(at)]
-                        > lv.thresh.take(at))
-                node = 2 * node + np.where(left, 1, 2)
+            sim = (_similarity(weights, shape) if fixed is None else        # (n, 2, 2) float32
+                   np.broadcast_to(fixed.reshape(2, 2), (n, 2, 2)))
+            # dlib: tform * delta + shape[anchor], in float32: (n, 2, F) x and y
+            pts = sim[:, :, 0, None] * lv.dx + sim[:, :, 1, None] * lv.dy
+            pts += shape.take(lv.anchor_cols, axis=1).reshape(n, 2, -1)
+            f = _pixels(groups, m, b, pts)                                       # (n, F) int16
+            leaf = lv.leaves_reached(f)                                          # (trees, n)
             # shape += leaf, tree after tree, in float32: numpy reduces over an outer axis one
             # row after the other (no pairwise summation), which is dlib's order
             # (tests/test_shape_predictor.py checks that this numpy still does)
-            rows = np.empty((lv.ntrees + 1, n, shape.shape[1]), np.float32)
+            rows = rows_buffer[:lv.ntrees + 1]
             rows[0] = shape
-            lv.leaf_rows.take(lv.leaf_base + node - lv.nsplit, axis=0, out=rows[1:])
-            shape = np.add.reduce(rows, axis=0)
-        px, py = _to_image(m, b, shape[:, 0::2], shape[:, 1::2])
-        return [full_object_detection(r, list(zip(px[i].tolist(), py[i].tolist())))
-                for i, r in enumerate(rects)]
+            # (mode "clip": the indices are in range, and "raise" would buffer the output)
+            lv.leaf_rows.take(lv.leaf_base + leaf, axis=0, out=rows[1:], mode="clip")
+            np.add.reduce(rows, axis=0, out=shape)
+        px, py = _to_image(m, b, shape.reshape(n, -1, 2).transpose(0, 2, 1)).transpose(1, 0, 2)
+        return [full_object_detection.from_xy(r, x, y) for r, x, y in zip(rects, px.tolist(), py.tolist())]
 
     # -- files ------------------------------------------------------------------------------
     def save(self, path):
@@ -260,10 +301,7 @@ class shape_predictor:
             raise p.error(f"expected the end of the file after the shape predictor, but "
                           f"{len(b) - int(starts[p.at])} more bytes follow")
         self.initial_shape, self.levels = initial, levels
-        frm = initial.reshape(-1, 2).astype(np.float64)
-        centred = frm - frm.mean(axis=0)
-        # what the similarity transforms need of the mean shape: centred, its mean squared norm
-        self._mean_shape_centred = centred, (centred * centred).sum() / len(frm)
+        self._mean_shape = _mean_shape_weights(initial)
         return int(starts[p.at]) if p.at < len(starts) else len(b)
 
 
@@ -381,7 +419,7 @@ def _checked(img):
         raise TypeError(f"shape_predictor: the image must be uint8 (dlib's 8-bit grey or RGB), got "
                         f"{a.dtype}: convert it first, e.g. np.clip(img, 0, 255).astype(np.uint8)")
     if a.ndim == 2 or (a.ndim == 3 and a.shape[2] == 3):
-        return a
+        return np.ascontiguousarray(a)      # pixels are read by flat index
     if a.ndim == 3 and a.shape[2] == 4:
         raise ValueError("shape_predictor: an RGBA image: pass its RGB part, img[:, :, :3] (dlib's "
                          "Python API takes 8-bit grey or RGB only)")
@@ -391,66 +429,78 @@ def _checked(img):
 def _unnormalizing(box):
     """dlib's ``unnormalizing_tform`` of each box (left, top, right, bottom): ``(m, b)``,
     (n, 2, 2) and (n, 2) float64, summed in dlib's order (``Q @ pinv(P)``)."""
-    left, top, right, bottom = box.T
-    qx = np.stack([left, right, right], axis=1)          # tl, tr, br
-    qy = np.stack([top, top, bottom], axis=1)
+    q = box[:, [[0, 2, 2], [1, 1, 3]]]                  # x and y of the tl, tr, br corners
     pi = _UNIT_PINV
-
-    def row(q, c):
-        return q[:, 0] * pi[0, c] + q[:, 1] * pi[1, c] + q[:, 2] * pi[2, c]
-
-    m = np.stack([np.stack([row(qx, 0), row(qx, 1)], axis=1),
-                  np.stack([row(qy, 0), row(qy, 1)], axis=1)], axis=1)
-    b = np.stack([row(qx, 2), row(qy, 2)], axis=1)
-    return m, b
+    r = q[:, :, 0, None] * pi[0] + q[:, :, 1, None] * pi[1] + q[:, :, 2, None] * pi[2]
+    return r[:, :, :2], r[:, :, 2]
 
 
-def _similarity(frm_centred, sigma, shape):
+def _similarity(weights, shape):
     """The 2x2 part of dlib's ``find_similarity_transform(mean shape, shape[i])`` for each
-    shape (n, 2P, float32), in float64, cast to float32 as dlib does. For 2-D points
-    Umeyama's SVD solution is ``[[a, -b], [b, a]] / sigma`` with ``a = cov00 + cov11`` and
-    ``b = cov10 - cov01`` (``frm_centred``: the mean shape minus its mean; ``sigma``: its
-    mean squared norm)."""
-    n, parts = shape.shape[0], len(frm_centred)
-    if parts == 1:
-        return np.broadcast_to(np.eye(2, dtype=np.float32), (n, 2, 2)).copy()
-    tx, ty = shape[:, 0::2].astype(np.float64), shape[:, 1::2].astype(np.float64)
-    fx, fy = frm_centred[:, 0], frm_centred[:, 1]
-    # the covariance of the centred points; the target's mean drops out (sum(f) == 0)
-    a = (tx @ fx + ty @ fy) / parts
-    b = (ty @ fx - tx @ fy) / parts
-    if sigma == 0:          # dlib: scale 1, the rotation alone (identity when undefined)
-        r = np.hypot(a, b)
-        a, b = np.where(r == 0, 1.0, a / np.where(r == 0, 1, r)), np.where(r == 0, 0.0, b / np.where(r == 0, 1, r))
-        sigma = 1.0
-    return (np.stack([np.stack([a, -b], axis=1), np.stack([b, a], axis=1)], axis=1) / sigma).astype(np.float32)
+    shape (n, 2P, float32), in float64, cast to float32 as dlib does: ``shape @ weights``
+    (``_mean_shape_weights``)."""
+    return (shape.astype(np.float64) @ weights).astype(np.float32).reshape(-1, 2, 2)
 
 
-def _to_image(m, b, px, py):
-    """Shape coordinates (n, k, float32) mapped into each box's image (``m``, ``b``: the
-    unnormalizing transforms) in float64 and rounded as dlib's ``point`` conversion,
-    ``floor(v + 0.5)``: int64 ``(x, y)``."""
-    fx, fy = px.astype(np.float64), py.astype(np.float64)
-    x = m[:, 0, 0, None] * fx + m[:, 0, 1, None] * fy + b[:, 0, None]
-    y = m[:, 1, 0, None] * fx + m[:, 1, 1, None] * fy + b[:, 1, None]
-    return np.floor(x + 0.5).astype(np.int64), np.floor(y + 0.5).astype(np.int64)
+def _mean_shape_weights(initial):
+    """For the mean shape (2P float32), the weights (2P x 4) whose product with a shape is the
+    similarity transform from the mean shape to it, ``[[a, -b], [b, a]]`` flattened. For 2-D
+    points Umeyama's SVD solution (dlib's) is ``a = (cov00 + cov11) / sigma`` and ``b = (cov10
+    - cov01) / sigma``, with the covariance of the centred points (the shape's mean drops out,
+    as the mean shape's centred points sum to 0) and sigma the centred mean shape's mean
+    squared norm. When sigma is 0 (one point, or all points equal), dlib's transform is the
+    identity."""
+    parts = len(initial) // 2
+    frm = initial.reshape(-1, 2).astype(np.float64)
+    c = frm - frm.mean(axis=0)
+    sigma = (c * c).sum() / parts
+    w = np.zeros((len(initial), 4))
+    if sigma == 0:
+        return w, np.array([1, 0, 0, 1], np.float32)
+    w[0::2, 0], w[1::2, 0] = c[:, 0], c[:, 1]          # a: tx fx + ty fy
+    w[0::2, 2], w[1::2, 2] = -c[:, 1], c[:, 0]         # b: ty fx - tx fy
+    w[:, 0] /= parts * sigma
+    w[:, 2] /= parts * sigma
+    w[:, 3], w[:, 1] = w[:, 0], -w[:, 2]
+    return w, None
 
 
-def _pixels(groups, m, b, px, py):
-    """Grey levels at the feature pixels (n, F), 0 outside the image; an RGB pixel's grey
-    level is ``(r + g + b) // 3`` (dlib's ``get_pixel_intensity``). ``groups``: (image, the
-    rows of its boxes)."""
-    xi, yi = _to_image(m, b, px, py)
-    out = np.zeros(xi.shape, np.float32)
+def _to_image(m, b, pts):
+    """Shape coordinates ``pts`` (n, 2, k: x and y, float32) mapped into each box's image
+    (``m``, ``b``: the unnormalizing transforms) in float64 as dlib's ``m * p + b``, and
+    rounded as dlib's ``point`` conversion, ``floor(v + 0.5)``: int64 (n, 2, k)."""
+    q = pts.astype(np.float64)
+    out = m[:, :, 0, None] * q[:, 0, None] + m[:, :, 1, None] * q[:, 1, None]
+    out += b[:, :, None]
+    out += 0.5
+    return np.floor(out, out=out).astype(np.int64)
+
+
+_RGB_SUM = np.ones(3, np.int16)
+
+
+def _pixels(groups, m, b, pts):
+    """Grey levels (int16, n x F) at the feature pixels ``pts`` (n, 2, F, shape coordinates),
+    0 outside the image; an RGB pixel's grey level is ``(r + g + b) // 3`` (dlib's
+    ``get_pixel_intensity``). ``groups``: (image, the rows of its boxes)."""
+    xy = _to_image(m, b, pts)
+    out = np.empty(xy.shape[::2], np.int16)
     for img, rows in groups:
-        xs, ys = (xi, yi) if len(groups) == 1 else (xi[rows], yi[rows])
-        inside = (xs >= 0) & (ys >= 0) & (xs < img.shape[1]) & (ys < img.shape[0])
-        v = img[np.where(inside, ys, 0), np.where(inside, xs, 0)]
-        if v.ndim == 3:
-            v = v.astype(np.uint16).sum(axis=2) // 3
-        v = np.where(inside, v, 0)
+        h, w = img.shape[:2]
+        at = xy if len(groups) == 1 else xy[rows]
+        # negative coordinates wrap to huge unsigned ones: one compare for x and y
+        inside = at.view(np.uint64) < np.array([[w], [h]], np.uint64)
+        inside = inside[:, 0] & inside[:, 1]
+        at = at[:, 1] * w + at[:, 0]
+        at *= inside                        # outside: read pixel 0, zeroed below
+        if img.ndim == 3:
+            v = img.reshape(-1, 3).take(at, axis=0).astype(np.int16) @ _RGB_SUM
+            v //= 3
+        else:
+            v = img.reshape(-1).take(at).astype(np.int16)
+        v *= inside
         if len(groups) == 1:
-            out[:] = v
+            out = v
         else:
             out[rows] = v
     return out

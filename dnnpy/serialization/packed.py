@@ -25,10 +25,16 @@ from ..errors import SerializationError
 
 __all__ = ["token_starts", "decode_ints", "encode_ints", "to_floats", "from_floats"]
 
-_SEGMENT = 16384       # bytes per segment of the lockstep walk (measured: 4 KB segments
-                       # spread each step over more pages and ran 3x slower)
+_SEGMENT = 32768       # bytes per segment of the lockstep walk (measured on a 100 MB file:
+                       # 8 KB segments, one page of each per step, ran 2x slower; 16 to 64 KB
+                       # alike)
+_BLOCK = 256           # lockstep steps between marking the starts they reached
 _SYNC_STEPS = 256      # most steps to make a segment's candidate chains meet
-_MAX_STEPS = 4 * _SEGMENT   # most lockstep steps (a segment holds at most _SEGMENT / 2 integers)
+_MAX_STEPS = 2 * _SEGMENT  # most lockstep steps: a segment holds at most _SEGMENT / 2 integers,
+                           # and up to 3 segments whose chains did not meet may follow it
+_CHUNK = 1 << 20       # integers per pass of the checks and the decoding (their temporaries
+                       # stay small: fresh large arrays cost a page fault per 4 KB)
+_LOW_MASKS = np.array([0, 0xFF, 0xFFFF, 0xFFFFFF], np.uint32)   # by magnitude bytes, up to 3
 _INF_EXP, _NINF_EXP, _NAN_EXP = 32000, 32001, 32002
 
 
@@ -47,40 +53,55 @@ def token_starts(b: np.ndarray, what: str, offset: int = 0, partial: bool = Fals
     n = len(b)
     if n == 0:
         return np.zeros(0, np.int64)
-    step = np.zeros(n + 9, np.uint8)          # an integer's length, read from its control byte
+    step = np.zeros(n + 16, np.uint8)         # an integer's length, read from its control byte
     np.add(b & 0x0F, 1, out=step[:n], dtype=np.uint8)
+    step[n:] = 0                              # a chain that reaches the end stays there
     sync = _sync_points(b, step, n)
-    is_start = np.zeros(n + 9, np.uint8)
-    is_start[sync[:-1]] = 1
+    is_start = np.zeros(n + 16, np.uint8)
     index = np.int32 if n < 2**31 - 16 else np.int64
-    pos, target = sync[:-1].astype(index), sync[1:].astype(index)
-    # walk every segment's chain in lockstep, each held at its segment's end; whether the
-    # chains really line up is checked once, below (control bytes: by decode_ints)
-    for k in range(_MAX_STEPS):
-        pos = np.minimum(pos + step[pos], target)
-        is_start[pos] = 1
-        if k % 64 == 63 and not (pos < target).any():
+    target = sync[1:].astype(index)
+    # walk every segment's chain in lockstep, _BLOCK steps at a time, two numpy calls a step;
+    # a chain that passes its segment's end goes on along the next segment's chain (the
+    # true one, as its end is a start), which only marks starts twice. Whether the chains
+    # really line up is checked once, below (control bytes: by decode_ints).
+    hist = np.empty((_BLOCK, len(target)), index)
+    hist[0] = sync[:-1]
+    lengths = np.empty(len(target), np.uint8)
+    for _ in range(0, _MAX_STEPS, _BLOCK):
+        for k in range(1, _BLOCK):
+            np.take(step, hist[k - 1], out=lengths)
+            np.add(hist[k - 1], lengths, out=hist[k])
+        is_start[hist] = 1
+        if not (hist[-1] < target).any():
             break
+        hist[0] = hist[-1]
     else:
         # a walk this long means segments whose chains never met: data that is not packed
         # integers (or a record followed by other data, where partial reading stops anyway)
-        if not partial and (pos < target).any():
-            at = int(pos[pos < target].min())
+        behind = hist[-1] < target
+        if not partial and behind.any():
+            at = int(hist[-1][behind].min())
             raise SerializationError(f"{what}: no packed integers line up near byte offset "
                                      f"{offset + at}: not dlib's encoding there")
     out = np.flatnonzero(is_start[:n].view(bool))       # 4x faster than on uint8
-    nxt = out + step[out]
-    bad = out[1:] != nxt[:-1]
-    first_bad = int(np.argmax(bad)) if bad.any() else None
+    del is_start
+    # the chain must be unbroken: each start is the previous one plus its length
+    first_bad = None
+    for lo in range(0, len(out) - 1, _CHUNK):
+        at = out[lo:lo + _CHUNK + 1]
+        bad = at[1:] != at[:-1] + step[at[:-1]]
+        if bad.any():
+            first_bad = lo + int(np.argmax(bad))
+            break
     if partial:     # up to the first break in the chain or the first byte that is no control byte
         out = out if first_bad is None else out[:first_bad + 1]
         valid = _control_ok(b[out])
         return out if valid.all() else out[:int(np.argmax(~valid))]
     if first_bad is not None:
-        at = int(nxt[first_bad])
+        at = int(out[first_bad] + step[out[first_bad]])
         raise SerializationError(f"{what}: the packed integers (a shape predictor's data) do not line "
                                  f"up at byte offset {offset + at}")
-    if int(nxt[-1]) != n:
+    if int(out[-1] + step[out[-1]]) != n:
         raise SerializationError(f"{what}: the data ends inside a packed integer at byte offset "
                                  f"{offset + int(out[-1])} (truncated?)")
     return out
@@ -119,39 +140,45 @@ def _sync_points(b, step, n):
 def decode_ints(b: np.ndarray, starts: np.ndarray, what: str = "the data", offset: int = 0) -> np.ndarray:
     """The values of the packed integers at ``starts`` (int64). A start that is not a
     control byte, or a magnitude of 2**63 or more, raises ``SerializationError``."""
-    if len(starts) == 0:
-        return np.zeros(0, np.int64)
-    control = b[starts]
-    valid = _control_ok(control)
-    if not valid.all():
-        at = int(starts[np.argmax(~valid)])
-        raise SerializationError(f"{what}: expected a packed integer at byte offset {offset + at}, "
-                                 f"found the byte 0x{b[at]:02x}")
-    size = control & 0x0F
-    last = len(b) - 1
-
-    def byte(j, at=slice(None)):
-        """Magnitude byte ``j`` of the integers ``at`` (an index clipped to the data: only
-        the last integers can reach past it, and their bytes there are masked out)."""
-        return b[np.minimum(starts[at] + 1 + j, last)]
-
-    # most integers have 1 to 3 magnitude bytes: those are gathered for all (zeroed beyond
-    # the size), the rare longer ones apart
-    mag = byte(0).astype(np.uint32)
-    mag |= (byte(1).astype(np.uint32) << 8) * (size > 1)
-    mag |= (byte(2).astype(np.uint32) << 16) * (size > 2)
-    out = mag.astype(np.int64)
-    wide = np.nonzero(size > 3)[0]
-    if len(wide):
-        big = out[wide].astype(np.uint64)
-        for j in range(3, 8):
-            big |= np.where(size[wide] > j, byte(j, wide), 0).astype(np.uint64) << np.uint64(8 * j)
-        if int(big.max()) >= 1 << 63:
-            at = int(starts[wide[np.argmax(big >= np.uint64(1 << 63))]])
-            raise SerializationError(f"{what}: the packed integer at byte offset {offset + at} does "
-                                     f"not fit in 64 bits")
-        out[wide] = big.astype(np.int64)
-    np.negative(out, out=out, where=(control & 0x80) != 0)
+    out = np.empty(len(starts), np.int64)
+    # the integers in the last 9 bytes are decoded from a zero-padded copy of those bytes, so
+    # that every integer's magnitude bytes j = 0..7 can be read through views of the data
+    # shifted by 1 + j (bytes beyond an integer's size are masked out)
+    tail = int(np.searchsorted(starts, len(b) - 9))
+    if tail < len(starts):
+        first = int(starts[tail])
+        padded = np.zeros(len(b) - first + 9, np.uint8)
+        padded[:len(b) - first] = b[first:]
+        out[tail:] = decode_ints(padded, starts[tail:] - first, what, offset + first)
+    shifted = [b[1 + j:] for j in range(8)]
+    for lo in range(0, tail, _CHUNK):      # chunks: small temporaries, in cache
+        at = starts[lo:min(lo + _CHUNK, tail)]
+        control = b[at]
+        valid = _control_ok(control)
+        if not valid.all():
+            bad = int(at[np.argmax(~valid)])
+            raise SerializationError(f"{what}: expected a packed integer at byte offset "
+                                     f"{offset + bad}, found the byte 0x{b[bad]:02x}")
+        size = control & 0x0F
+        # most integers have 1 to 3 magnitude bytes: those are read for all (masked by size),
+        # the rare longer ones apart
+        mag = shifted[0][at].astype(np.uint32)
+        mag |= shifted[1][at].astype(np.uint32) << 8
+        mag |= shifted[2][at].astype(np.uint32) << 16
+        mag &= _LOW_MASKS[np.minimum(size, 3)]
+        chunk = out[lo:lo + len(at)]
+        chunk[:] = mag
+        wide = np.flatnonzero(size > 3)
+        if len(wide):
+            big = chunk[wide].astype(np.uint64)
+            for j in range(3, 8):
+                big |= (shifted[j][at[wide]] * (size[wide] > j)).astype(np.uint64) << np.uint64(8 * j)
+            if int(big.max()) >= 1 << 63:
+                bad = int(at[wide[np.argmax(big >= np.uint64(1 << 63))]])
+                raise SerializationError(f"{what}: the packed integer at byte offset {offset + bad} "
+                                         f"does not fit in 64 bits")
+            chunk[wide] = big.astype(np.int64)
+        np.negative(chunk, out=chunk, where=(control & 0x80) != 0)
     return out
 
 
@@ -181,12 +208,19 @@ def to_floats(mantissa: np.ndarray, exponent: np.ndarray) -> np.ndarray:
     ``mantissa * 2**exponent`` rounded to float32; exponents 32000/32001/32002 (and above)
     are +inf, -inf and NaN."""
     e = np.asarray(exponent, np.int64)
+    # beyond +-400 a float32 has over- or underflowed anyway; int32 for ldexp
+    e32 = np.clip(e, -400, 400).astype(np.int32)
+    m = np.asarray(mantissa).astype(np.float32)
     with np.errstate(over="ignore"):
-        out = np.ldexp(np.asarray(mantissa, np.int64).astype(np.float64),
-                       np.clip(e, -2000, 2000).astype(np.int32)).astype(np.float32)
-    out[e == _INF_EXP] = np.inf
-    out[e == _NINF_EXP] = -np.inf
-    out[(e >= _NAN_EXP) | ((e > _NINF_EXP) & (e < _NAN_EXP))] = np.nan
+        if len(m) == 0 or np.abs(m).max() < 2.0 ** 24:
+            out = np.ldexp(m, e32)       # exact mantissas (dlib's floats have 24 bits): one rounding
+        else:                            # wider ones round once, from float64
+            out = np.ldexp(np.asarray(mantissa, np.int64).astype(np.float64), e32).astype(np.float32)
+    special = e >= _INF_EXP
+    if special.any():
+        out[e == _INF_EXP] = np.inf
+        out[e == _NINF_EXP] = -np.inf
+        out[e >= _NAN_EXP] = np.nan
     return out
 
 
