@@ -1,0 +1,157 @@
+"""dnnpy's HOG detectors (``get_frontal_face_detector``, ``fhog_object_detector``,
+``simple_object_detector``) against dlib-bin's on dlib's photos: the same boxes and filter
+indices, scores within 1e-4 (float32 window sums in another order: measured 4e-6), and
+dlib's bytes written back. Tests that need dlib-bin skip without it (CI installs it); the
+photos are ``../shared/testdata/faces`` (``DNNPY_FACES_DIR``)."""
+
+from __future__ import annotations
+
+import glob
+import os
+
+import numpy as np
+import pytest
+
+import dnnpy
+from dnnpy import SerializationError, fhog_object_detector, get_frontal_face_detector, simple_object_detector
+from dnnpy.object_detector import FRONTAL_FACE_DETECTOR_PATH
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FACES_DIR = os.environ.get("DNNPY_FACES_DIR",
+                           os.path.join(HERE, os.pardir, os.pardir, "shared", "testdata", "faces"))
+
+
+def _photos():
+    paths = sorted(glob.glob(os.path.join(FACES_DIR, "*.jpg")))
+    if not paths:
+        pytest.skip(f"no test photos in {os.path.normpath(FACES_DIR)} (set DNNPY_FACES_DIR)")
+    return paths
+
+
+def _dlib():
+    return pytest.importorskip("dlib", reason="dlib-bin is the oracle (pip install dlib-bin)")
+
+
+def _boxes(rects):
+    return [(r.left(), r.top(), r.right(), r.bottom()) for r in rects]
+
+
+def _same_run(ours, theirs):
+    """Two ``run`` results: equal boxes and indices, scores within 1e-4."""
+    assert _boxes(ours[0]) == _boxes(theirs[0])
+    assert list(ours[2]) == list(theirs[2])
+    assert len(ours[1]) == len(theirs[1])
+    assert all(abs(a - b) <= 1e-4 for a, b in zip(ours[1], theirs[1]))
+
+
+@pytest.fixture(scope="module")
+def frontal():
+    return get_frontal_face_detector()
+
+
+def test_frontal_face_detector_is_dlibs(frontal):
+    """The shipped file reads as dlib's five-filter detector and writes back byte for byte."""
+    with open(FRONTAL_FACE_DETECTOR_PATH, "rb") as f:
+        data = f.read()
+    assert frontal.to_bytes() == data
+    assert frontal.num_detectors == 5 and frontal.fhog_window_size() == (10, 10)
+    assert (frontal.detection_window_width, frontal.detection_window_height) == (80, 80)
+    assert frontal.num_dimensions() == 3100 and len(frontal.weights[0]) == 3101
+    assert [f.shape for f in frontal.filter_bank()] == [(10, 10, 31)] * 5
+
+
+def test_frontal_face_detector_finds_the_faces(frontal):
+    """Regression values (dlib-bin gives these boxes: test below) for three photos."""
+    want = {
+        "2007_007763.jpg": [(93, 194, 129, 230), (193, 90, 229, 126), (293, 86, 329, 122),
+                            (157, 114, 193, 150), (177, 214, 213, 250), (381, 89, 424, 132),
+                            (309, 233, 352, 276)],
+        "2008_001009.jpg": [(126, 206, 215, 295), (149, 87, 211, 149)],
+        "2008_001322.jpg": [(232, 218, 294, 281), (104, 163, 179, 237), (344, 156, 434, 245)],
+    }
+    by_name = {os.path.basename(p): p for p in _photos()}
+    for name, boxes in want.items():
+        img = dnnpy.load_rgb_image(by_name[name])
+        assert _boxes(frontal(img, 1)) == boxes
+    grey = np.asarray(dnnpy.load_rgb_image(by_name["2008_001009.jpg"])).mean(axis=2).astype(np.uint8)
+    assert len(frontal(grey, 1)) >= 1                       # 8-bit grey images too
+    assert frontal(np.zeros((20, 30, 3), np.uint8)) == []   # smaller than the window: none
+
+
+def test_frontal_face_detector_equals_dlib(frontal):
+    dlib = _dlib()
+    theirs = dlib.get_frontal_face_detector()
+    photos = _photos()
+    for i, path in enumerate(photos):
+        img = dlib.load_rgb_image(path)
+        _same_run(frontal.run(img, 0, -0.5), theirs.run(img, 0, -0.5))
+        if i < 2:
+            _same_run(frontal.run(img, 1, -0.5), theirs.run(img, 1, -0.5))
+            assert _boxes(frontal(img, 1)) == _boxes(theirs(img, 1))
+    img = dlib.load_rgb_image(photos[0])[:, ::-1]            # a non-contiguous view
+    _same_run(frontal.run(img, 0, -0.3), theirs.run(np.ascontiguousarray(img), 0, -0.3))
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A detector dlib-bin trains on dlib's training.xml (about 5 s on 2 cores)."""
+    dlib = _dlib()
+    xml = os.path.join(FACES_DIR, "training.xml")
+    if not os.path.isfile(xml):
+        pytest.skip(f"no {xml}")
+    options = dlib.simple_object_detector_training_options()
+    options.add_left_right_image_flips = True
+    options.C = 5
+    options.num_threads = 2
+    path = str(tmp_path_factory.mktemp("svm") / "detector.svm")
+    dlib.train_simple_object_detector(xml, path, options)
+    return path
+
+
+def test_trained_detector_equals_dlib(trained, frontal):
+    dlib = _dlib()
+    ours, theirs = simple_object_detector(trained), dlib.simple_object_detector(trained)
+    with open(trained, "rb") as f:
+        assert ours.to_bytes() == f.read()                  # the upsampling trailer included
+    assert ours.upsampling_amount == theirs.upsampling_amount
+    plain, plain_d = fhog_object_detector(trained), dlib.fhog_object_detector(trained)
+    frontal_d = dlib.get_frontal_face_detector()
+    for path in _photos()[:3]:
+        img = dlib.load_rgb_image(path)
+        assert _boxes(ours(img)) == _boxes(theirs(img))     # upsampled as trained
+        _same_run(plain.run(img, 1, -1.0), plain_d.run(img, 1, -1.0))
+        _same_run(fhog_object_detector.run_multiple([frontal, plain], img, 1, -0.5),
+                  dlib.fhog_object_detector.run_multiple([frontal_d, plain_d], img, 1, -0.5))
+    merged = simple_object_detector([ours, ours])
+    merged_d = dlib.simple_object_detector([theirs, theirs])
+    img = dlib.load_rgb_image(_photos()[0])
+    assert merged.num_detectors == 2 and _boxes(merged(img)) == _boxes(merged_d(img))
+
+
+def test_bad_files_and_images_say_what_is_wrong(tmp_path, frontal):
+    data = frontal.to_bytes()
+    for cut in (1, 5, 40, 100, len(data) // 2, len(data) - 3):
+        path = tmp_path / f"cut{cut}.svm"
+        path.write_bytes(data[:cut])
+        with pytest.raises(SerializationError, match=rf"cut{cut}\.svm.*byte offset"):
+            fhog_object_detector(path)
+    (tmp_path / "extra.svm").write_bytes(data + b"\x01\x07")
+    with pytest.raises(SerializationError, match="version 1, found 7"):
+        fhog_object_detector(tmp_path / "extra.svm")
+    (tmp_path / "sp.dat").write_bytes(b"\x01\x01\x81\x0a\x81\x01" + data[6:200])  # a shape predictor
+    with pytest.raises(SerializationError, match="sp.dat.*not an fHOG detector"):
+        fhog_object_detector(tmp_path / "sp.dat")
+    (tmp_path / "empty.svm").write_bytes(b"")
+    with pytest.raises(SerializationError, match="empty"):
+        fhog_object_detector(tmp_path / "empty.svm")
+    img = np.zeros((100, 100, 3), np.uint8)
+    with pytest.raises(ValueError, match="RGBA"):
+        frontal(np.zeros((100, 100, 4), np.uint8))
+    with pytest.raises(TypeError, match="uint8"):
+        frontal(img.astype(np.float32))
+    with pytest.raises(ValueError, match="upsample_num_times"):
+        frontal(img, -1)
+    with pytest.raises(ValueError, match="differs from detector 0"):
+        other = fhog_object_detector(data)
+        other.window_width = 64
+        simple_object_detector([frontal, other])
