@@ -61,24 +61,26 @@ def extract_fhog_features(img, cell_size=8, filter_rows_padding=1, filter_cols_p
     return out
 
 
-def _gradients(a, ys, xs, simd):
-    """Each pixel's gradient (float32 x, y and squared length): the grey level's, or the RGB
-    channel's with the longest. On ties dlib's scalar code keeps the earlier channel (red,
-    then green), its SIMD code (the columns where ``simd``) the later one."""
-    img = a.astype(np.int32)
-    rows, cols = ys[:, None], xs[None, :]
-    gx = img[rows, cols + 1] - img[rows, cols - 1]
-    gy = img[rows + 1, cols] - img[rows - 1, cols]
+def _gradients(a, ny, nx, simd):
+    """Each pixel's gradient (float32 x, y and squared length) for the pixels ``1..ny`` x
+    ``1..nx``: the grey level's, or the RGB channel's with the longest. On ties dlib's scalar
+    code keeps the earlier channel (red, then green), its SIMD code (the columns where
+    ``simd``) the later one."""
+    img = a[:ny + 2, :nx + 2].astype(np.int16)
+    gx = img[1:ny + 1, 2:nx + 2] - img[1:ny + 1, :nx]
+    gy = img[2:ny + 2, 1:nx + 1] - img[:ny, 1:nx + 1]
     if img.ndim == 3:
-        length = gx * gx + gy * gy                      # (h, w, 3), exact in int32
-        best = length[..., 0].copy()
-        pick = np.zeros(best.shape, np.int64)
+        gx32, gy32 = gx.astype(np.int32), gy.astype(np.int32)
+        length = gx32 * gx32
+        length += gy32 * gy32                           # (h, w, 3), exact in int32
+        best, bx, by = length[..., 0], gx[..., 0], gy[..., 0]
         for ch in (1, 2):
-            longer = np.where(simd[None, :], length[..., ch] >= best, length[..., ch] > best)
+            longer = length[..., ch] > best
+            longer[:, simd] = length[:, simd, ch] >= best[:, simd]
             best = np.where(longer, length[..., ch], best)
-            pick = np.where(longer, ch, pick)
-        gx = np.take_along_axis(gx, pick[..., None], 2)[..., 0]
-        gy = np.take_along_axis(gy, pick[..., None], 2)[..., 0]
+            bx = np.where(longer, gx[..., ch], bx)
+            by = np.where(longer, gy[..., ch], by)
+        gx, gy = bx, by
     gx, gy = gx.astype(np.float32), gy.astype(np.float32)
     return gx, gy, gx * gx + gy * gy
 
@@ -96,15 +98,22 @@ def _histograms(a, cell, cells_nr, cells_nc):
     # dlib's 8-wide SIMD blocks cover x = 1, 9, ... while x < visible_nc - 7; the columns
     # after the last whole block go through its scalar code
     simd = xs < 1 + 8 * ((visible_nc - 8 + 7) // 8 if visible_nc > 8 else 0)
-    gx, gy, length = _gradients(a, ys, xs, simd)
+    gx, gy, length = _gradients(a, len(ys), len(xs), simd)
+    # dlib's order: direction o wins on dot > best, then o + 9 on -dot > best: the first
+    # direction of the largest |dot| (0 when all are 0), + 9 when that dot is negative
     best = np.zeros(gx.shape, np.float32)
-    orient = np.zeros(gx.shape, np.int64)
-    for o in range(9):      # dlib's order: o wins on dot > best, o + 9 on -dot > best
-        dot = gx * _DIRECTIONS[o, 0] + gy * _DIRECTIONS[o, 1]
-        win = dot > best
-        best, orient = np.where(win, dot, best), np.where(win, o, orient)
-        win = -dot > best
-        best, orient = np.where(win, -dot, best), np.where(win, o + 9, orient)
+    orient = np.zeros(gx.shape, np.int32)
+    negative = np.zeros(gx.shape, bool)
+    dot, size = np.empty_like(gx), np.empty_like(gx)
+    for o in range(9):
+        np.multiply(gx, _DIRECTIONS[o, 0], out=dot)
+        dot += gy * _DIRECTIONS[o, 1]
+        np.abs(dot, out=size)
+        win = size > best
+        np.copyto(best, size, where=win)
+        np.copyto(orient, o, where=win)
+        np.copyto(negative, dot < 0, where=win)
+    orient += 9 * negative
     v = np.sqrt(length)
     # rows: yp = (y + 0.5) / cell - 0.5, its floor and weights (float32, as dlib)
     yp = ((ys + 0.5) / float(cell) - 0.5).astype(np.float32)
@@ -124,18 +133,20 @@ def _histograms(a, cell, cells_nr, cells_nc):
     col = np.where(simd, ix_simd, ix_tail + 1)
     vx0 = np.where(simd, vx0_simd, vx0_tail)
     vx1 = np.where(simd, _F(1) - vx0_simd, (1.0 - vx0_tail.astype(np.float64)).astype(np.float32))
-    # the 4 votes: SIMD: vy * (vx * v); scalar: (vy * vx) * v
-    s = simd[None, :]
-    votes = []
-    for vy, dy in ((vy1, 0), (vy0, 1)):
-        for vx, dx in ((vx1, 0), (vx0, 1)):
-            w = np.where(s, vy[:, None] * (vx[None, :] * v), (vy[:, None] * vx[None, :]) * v)
-            r = (iyp + 1 + dy)[:, None]
-            c = (col + dx)[None, :]
-            votes.append(((r * hist.shape[1] + c) * 18 + orient, w))
-    index = np.concatenate([i.ravel() for i, _ in votes])
-    weight = np.concatenate([w.ravel().astype(np.float64) for _, w in votes])
-    hist += np.bincount(index, weight, hist.size).reshape(hist.shape)
+    # the 4 votes: SIMD: vy * (vx * v); scalar (the last columns): (vy * vx) * v
+    tail = ~simd
+    width = hist.shape[1]
+    where = (orient + ((iyp + 1)[:, None] * width + col[None, :]) * 18).ravel()
+    index = np.concatenate([where + (dy * width + dx) * 18 for dy in (0, 1) for dx in (0, 1)])
+    weight = np.empty((4,) + v.shape, np.float32)
+    k = 0
+    for vy in (vy1, vy0):
+        for vx in (vx1, vx0):
+            np.multiply(vy[:, None], vx[None, :] * v, out=weight[k])
+            if tail.any():
+                weight[k][:, tail] = (vy[:, None] * vx[None, tail]) * v[:, tail]
+            k += 1
+    hist += np.bincount(index, weight.ravel(), hist.size).reshape(hist.shape)
     return hist
 
 

@@ -81,10 +81,16 @@ def _resize_into(img, rows, cols):
         wtl, wtr, wbl, wbr = itbf * ilr, itbf * lr, tbf * ilr, tbf * lr
         if rgb:
             wtl, wtr, wbl, wbr = wtl[..., None], wtr[..., None], wbl[..., None], wbr[..., None]
-        rm = lm + 1
-        t_rows, b_rows = img[top], img[bottom]
-        s = (wtl * t_rows[:, lm].astype(np.float32) + wtr * t_rows[:, rm].astype(np.float32)
-             + wbl * b_rows[:, lm].astype(np.float32) + wbr * b_rows[:, rm].astype(np.float32))
+        # the four neighbours of every output pixel, gathered from the float32 image by flat
+        # index (one gather each, no copies of whole rows)
+        flat = img.astype(np.float32).reshape(nr * nc, -1)
+        tl = (top * nc)[:, None] + lm[None, :]
+        bl = (bottom * nc)[:, None] + lm[None, :]
+        shape = (rows, cm) + img.shape[2:]
+        s = wtl * flat.take(tl, axis=0).reshape(shape)
+        s += wtr * flat.take(tl + 1, axis=0).reshape(shape)
+        s += wbl * flat.take(bl, axis=0).reshape(shape)
+        s += wbr * flat.take(bl + 1, axis=0).reshape(shape)
         if rgb:
             out[:, :cm] = np.trunc(s).astype(np.int32).astype(np.uint8)
         elif np.issubdtype(img.dtype, np.integer):
