@@ -225,8 +225,9 @@ def test_dnn_face_recognition_example_runs_dlibs_resnet(tmp_path, chips):
 
 
 def test_dnn_face_recognition_example_finds_and_aligns_faces_itself(tmp_path, images, capsys):
-    """``--images PHOTO --detect``: dlib's CNN detector (upsampled once) finds the faces and the
-    5-point shape predictor aligns them; as many faces as dlib's detector finds."""
+    """``--images PHOTO --detect``: dlib's HOG face detector (upsampled once; ``--cnn``: the CNN
+    detector) finds the faces and the 5-point shape predictor aligns them; as many faces as
+    dlib's detector finds."""
     dlib = _dlib()
     for needed in (models.FACE_RECOGNITION_MODEL, models.FACE_DETECTOR_MODEL,
                    "shape_predictor_5_face_landmarks.dat"):
@@ -235,9 +236,13 @@ def test_dnn_face_recognition_example_finds_and_aligns_faces_itself(tmp_path, im
     photo = save_png(images[name], tmp_path / "photo.png")
     r = dnn_face_recognition.main(["--images", str(photo), "--detect", "--jitters", "2",
                                    "--out", str(tmp_path)])
-    want = len(dlib.cnn_face_detection_model_v1(_model_path(models.FACE_DETECTOR_MODEL))(images[name], 1))
+    want = len(dlib.get_frontal_face_detector()(images[name], 1))
     assert want >= 1 and len(r["labels"]) == want
     assert r["descriptor"].shape == (128,)
+    r = dnn_face_recognition.main(["--images", str(photo), "--detect", "--cnn", "--jitters", "1",
+                                   "--out", str(tmp_path)])
+    want = len(dlib.cnn_face_detection_model_v1(_model_path(models.FACE_DETECTOR_MODEL))(images[name], 1))
+    assert want >= 1 and len(r["labels"]) == want
 
 
 # -- dlib's Python classes: import dnnpy as dlib -------------------------------------------

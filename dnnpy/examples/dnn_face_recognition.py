@@ -35,9 +35,11 @@ purity 0.975 with the default net (goal: at least 8 of 10 and mean purity >= 0.9
 
 ``--images FILE ...`` runs dlib's real face ResNet (``--model FILE``, or found in the
 installed ``face_recognition_models`` package by ``dnnpy.models``) on your images, clustered at
-0.6. With ``--detect`` they are photos: the faces are found by dlib's CNN face detector (on
-the image upsampled once; dnnpy has no HOG detector yet) and aligned as dlib's example aligns
-them (``dnnpy.shape_predictor`` with the 5-point model, ``get_face_chips``, 150x150). Without
+0.6. With ``--detect`` they are photos: the faces are found by dlib's HOG face detector
+(``dnnpy.get_frontal_face_detector``, as dlib's example; on the image upsampled once, as dlib's
+Python examples, so faces down to about 40 pixels are found; ``--cnn``: dlib's CNN face
+detector instead, slower, also for faces turned away) and aligned as dlib's example aligns them
+(``dnnpy.shape_predictor`` with the 5-point model, ``get_face_chips``, 150x150). Without
 it each image must already be one face (roughly as dlib's aligned chips: the face filling the
 picture, eyes level), resized to 150x150; expect lower accuracy than with aligned chips.
 """
@@ -45,6 +47,7 @@ picture, eyes level), resized to 150x150; expect lower accuracy than with aligne
 from __future__ import annotations
 
 import argparse
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -140,9 +143,11 @@ def main(argv=None) -> dict:
                         help="dlib_face_recognition_resnet_model_v1.dat (default: from the "
                              "face_recognition_models package) for --images")
     parser.add_argument("--detect", action="store_true",
-                        help="with --images: photos; find the faces with dlib's CNN face detector "
+                        help="with --images: photos; find the faces with dlib's HOG face detector "
                              "(upsampled once) and align them with the 5-point shape predictor, "
-                             "as dlib's example aligns them")
+                             "as dlib's example does")
+    parser.add_argument("--cnn", action="store_true",
+                        help="with --detect: find the faces with dlib's CNN face detector instead")
     args = parser.parse_args(argv)
     out = out_dir(args.out)
     timer = Timer()
@@ -152,7 +157,7 @@ def main(argv=None) -> dict:
     if args.images:
         net = load_face_recognition_model(args.model)
         if args.detect:
-            faces = find_and_align(args.images)
+            faces = find_and_align(args.images, cnn=args.cnn)
             print(f"dlib's face ResNet on the {len(faces)} faces found in {len(args.images)} images")
         else:
             faces = [resize_image(load_image(f), 150, 150) for f in args.images]
@@ -162,6 +167,8 @@ def main(argv=None) -> dict:
         return results
     if args.model or args.detect:
         parser.error("--model and --detect need --images")
+    if args.cnn and not args.detect:
+        parser.error("--cnn needs --images and --detect")
 
     net_path = Path(args.net) if args.net else out / metric_ex.NET_FILE
     if net_path.is_file():
@@ -194,18 +201,24 @@ def main(argv=None) -> dict:
     return results
 
 
-def find_and_align(paths):
-    """dlib's example's front end on photos: faces found by dlib's CNN face detector on each
-    image upsampled once (``pyramid_up``; boxes mapped back), landmarks from the 5-point
-    ``shape_predictor``, 150x150 chips with 0.25 padding (``get_face_chips``)."""
-    detector = load_face_detector()
+def find_and_align(paths, cnn=False):
+    """dlib's example's front end on photos: faces found by dlib's HOG face detector (or,
+    ``cnn``, its CNN face detector) on each image upsampled once (boxes mapped back),
+    landmarks from the 5-point ``shape_predictor``, 150x150 chips with 0.25 padding
+    (``get_face_chips``)."""
     sp = dnnpy.shape_predictor(dlib_model_path("shape_predictor_5_face_landmarks.dat"))
+    if cnn:
+        net = load_face_detector()
+
+        def detect(img):
+            return [dnnpy.rectangle(d.rect.left() // 2, d.rect.top() // 2, d.rect.right() // 2,
+                                    d.rect.bottom() // 2) for d in net([pyramid_up(img)])[0]]
+    else:
+        detect = functools.partial(dnnpy.get_frontal_face_detector(), upsample_num_times=1)
     chips = []
     for path in paths:
         img = load_image(path)
-        dets = detector([pyramid_up(img)])[0]
-        boxes = [dnnpy.rectangle(d.rect.left() // 2, d.rect.top() // 2, d.rect.right() // 2,
-                                 d.rect.bottom() // 2) for d in dets]
+        boxes = list(detect(img))
         chips.extend(get_face_chips(img, sp.batch(img, boxes), 150, 0.25))
         print(f"{path}: {len(boxes)} faces")
     return chips
