@@ -204,8 +204,9 @@ def test_dnn_mmod_face_detection_example_runs_dlibs_detector(tmp_path, images, c
     assert want >= 1, "dlib finds no face without upsampling in any test photo"
     png = save_png(images[name], tmp_path / "photo.png")
     r = dnn_mmod_face_detection.main(["--images", str(png), "--model", path, "--min-pixels", "1",
-                                      "--out", str(tmp_path)])
+                                      "--hog", "--out", str(tmp_path)])
     assert r["detections"] == [want]
+    assert r["hog_detections"] == [len(dlib.get_frontal_face_detector()(images[name], 1))]
     assert f"detector: {path}" in capsys.readouterr().out
 
 

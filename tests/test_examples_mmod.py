@@ -77,6 +77,15 @@ def test_dnn_mmod_face_detection_on_files(tmp_path):
                                       "--min-pixels", str(80 * 60), "--out", str(tmp_path)])
     assert load_image(r["png_paths"][0]).shape == pyramid_up(np.zeros((30, 40, 3), np.uint8)).shape
     assert len(r["detections"]) == 1
+    # a folder of images, and dlib's HOG face detector beside (no face in a grey picture)
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    dnnpy.image.save_png(np.full((30, 40, 3), 90, np.uint8), folder / "grey.png")
+    r = dnn_mmod_face_detection.main(["--images", str(folder), "--model", str(net_path), "--hog",
+                                      "--min-pixels", "1", "--out", str(tmp_path / "out")])
+    assert len(r["detections"]) == 1 and r["hog_detections"] == [0]
+    with pytest.raises(FileNotFoundError, match="no such file"):
+        dnn_mmod_face_detection.main(["--images", str(tmp_path / "missing.png"), "--model", str(net_path)])
 
 
 def test_random_cropper_quick(tmp_path, capsys):

@@ -49,6 +49,26 @@ def num_threads(n):
             dnnpy.set_num_threads(before)
 
 
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp")
+
+
+def image_files(paths) -> list:
+    """The image files named by ``paths``: files as given, and for a folder the images in it
+    (by suffix, sorted). A folder without images, or a missing path, is an error."""
+    out = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            found = sorted(f for f in p.iterdir() if f.suffix.lower() in IMAGE_SUFFIXES)
+            if not found:
+                raise FileNotFoundError(f"{p}: a folder without images ({', '.join(IMAGE_SUFFIXES)})")
+            out.extend(map(str, found))
+        elif p.is_file():
+            out.append(str(p))
+        else:
+            raise FileNotFoundError(f"{p}: no such file or folder")
+    return out
+
+
 def out_dir(path) -> Path:
     d = Path(os.fspath(path))
     d.mkdir(parents=True, exist_ok=True)

