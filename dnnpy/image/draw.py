@@ -20,9 +20,10 @@ import math
 
 import numpy as np
 
-from ..geometry import as_rectangle
+from ..geometry import as_rectangle, full_object_detection
 
-__all__ = ["draw_line", "draw_rectangle", "tile_images", "tile_image_grid", "join_rows",
+__all__ = ["draw_line", "draw_rectangle", "render_face_detections", "draw_face_detections",
+           "tile_images", "tile_image_grid", "join_rows",
            "join_cols", "colormap_jet", "jet", "overlay", "color_mapper"]
 
 
@@ -126,6 +127,40 @@ def draw_rectangle(img, rect, color, thickness: int = 1) -> np.ndarray:
         draw_line(img, (left, bottom), (right, bottom), color)
         draw_line(img, (left, top), (left, bottom), color)
         draw_line(img, (right, top), (right, bottom), color)
+    return img
+
+
+# dlib's render_face_detections: the 68-point face's outline as (part, previous part) runs and
+# closing segments, and the 5-point face's four segments
+_FACE_68 = ([(i, i - 1) for r in ((1, 16), (28, 30), (18, 21), (23, 26), (31, 35))
+             for i in range(r[0], r[1] + 1)] + [(30, 35)]
+            + [(i, i - 1) for i in range(37, 42)] + [(36, 41)]
+            + [(i, i - 1) for i in range(43, 48)] + [(42, 47)]
+            + [(i, i - 1) for i in range(49, 60)] + [(48, 59)]
+            + [(i, i - 1) for i in range(61, 68)] + [(60, 67)])
+_FACE_5 = [(0, 1), (1, 4), (4, 3), (3, 2)]
+
+
+def render_face_detections(dets) -> list:
+    """dlib's ``render_face_detections``: the line segments (pairs of ``point``) that draw
+    the landmarks of each face (a ``full_object_detection`` or a list of them; 5 or 68 parts):
+    the outline of the jaw, brows, nose, eyes and lips, or the 5-point face's four segments."""
+    dets = [dets] if isinstance(dets, full_object_detection) else list(dets)
+    lines = []
+    for i, d in enumerate(dets):
+        n = d.num_parts()
+        if n not in (5, 68):
+            raise ValueError(f"render_face_detections: detection {i} has {n} parts; dlib draws 5- "
+                             f"or 68-point faces")
+        lines.extend((d.part(a), d.part(b)) for a, b in (_FACE_5 if n == 5 else _FACE_68))
+    return lines
+
+
+def draw_face_detections(img, dets, color=(0, 255, 0)) -> np.ndarray:
+    """Draws ``render_face_detections(dets)`` on ``img`` in place (as dlib's ``image_window``
+    shows a ``full_object_detection``); returns ``img``."""
+    for p, q in render_face_detections(dets):
+        draw_line(img, p, q, color)
     return img
 
 
