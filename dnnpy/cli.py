@@ -26,6 +26,9 @@
     ``--keep-params`` checks the parameters ``setup`` writes instead of random ones. Exit
     status 0 when the layer passes, 1 otherwise.
 
+``dnnpy face-recognition KNOWN_PEOPLE_FOLDER IMAGE_TO_CHECK`` and ``dnnpy face-detection IMAGE_TO_CHECK``
+    The ``face_recognition`` package's command lines (``dnnpy.face_recognition_cli``).
+
 ``dnnpy export FILE -o OUT.onnx [--type EXPR] [--input-shape K,R,C] [--input-mode tensor|input_layer]
 [--outputs scores,labels] [--opset 17] [--dropout error|multiply] [--bn error|running_stats]
 [--import MODULE ...]``
@@ -49,7 +52,7 @@ import numpy as np
 
 import dnnpy
 
-from . import __version__, layers
+from . import __version__, face_recognition_cli, layers
 from .core import net_node
 from .errors import SerializationError
 from .layers.base import computational_layer
@@ -430,11 +433,18 @@ def _parser():
     e.add_argument("--dropout", default="error", choices=["error", "multiply"])
     e.add_argument("--bn", default="error", choices=["error", "running_stats"])
     e.add_argument("--import", dest="imports", **imp)
+    face_recognition_cli.add_commands(sub)
     return p
 
 
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
+    if hasattr(args, "run"):                    # face-recognition, face-detection
+        try:
+            return args.run(args)
+        except (FileNotFoundError, NotADirectoryError) as e:
+            print(f"dnnpy {args.command}: error: {e}", file=sys.stderr)
+            return 1
     try:
         modules = [import_module(m) for m in args.imports]
         if args.command == "info":
