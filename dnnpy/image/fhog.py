@@ -62,27 +62,53 @@ def extract_fhog_features(img, cell_size=8, filter_rows_padding=1, filter_cols_p
 
 
 def _gradients(a, ny, nx, simd):
-    """Each pixel's gradient (float32 x, y and squared length) for the pixels ``1..ny`` x
-    ``1..nx``: the grey level's, or the RGB channel's with the longest. On ties dlib's scalar
-    code keeps the earlier channel (red, then green), its SIMD code (the columns where
-    ``simd``) the later one."""
-    img = a[:ny + 2, :nx + 2].astype(np.int16)
-    gx = img[1:ny + 1, 2:nx + 2] - img[1:ny + 1, :nx]
-    gy = img[2:ny + 2, 1:nx + 1] - img[:ny, 1:nx + 1]
+    """Each pixel's gradient for the pixels ``1..ny`` x ``1..nx``, as its key into
+    ``_gradient_tables`` (``(gx + 255) * 511 + gy + 255``: the gradients are integers in
+    -255..255): the grey level's, or the RGB channel's with the longest. On ties dlib's
+    scalar code keeps the earlier channel (red, then green), its SIMD code (the columns
+    where ``simd``) the later one."""
+    img = a[:ny + 2, :nx + 2].astype(np.int32)
+    key = img[1:ny + 1, 2:nx + 2] - img[1:ny + 1, :nx]
+    key += 255
+    key *= 511
+    key += img[2:ny + 2, 1:nx + 1]
+    key -= img[:ny, 1:nx + 1]
+    key += 255
     if img.ndim == 3:
-        gx32, gy32 = gx.astype(np.int32), gy.astype(np.int32)
-        length = gx32 * gx32
-        length += gy32 * gy32                           # (h, w, 3), exact in int32
-        best, bx, by = length[..., 0], gx[..., 0], gy[..., 0]
+        length = _gradient_tables()[2].take(key)        # (h, w, 3) squared lengths, int32
+        tail = ~simd
+        best, out = length[..., 0], key[..., 0]
         for ch in (1, 2):
-            longer = length[..., ch] > best
-            longer[:, simd] = length[:, simd, ch] >= best[:, simd]
+            longer = length[..., ch] >= best             # SIMD columns: the later channel
+            longer[:, tail] = length[:, tail, ch] > best[:, tail]
             best = np.where(longer, length[..., ch], best)
-            bx = np.where(longer, gx[..., ch], bx)
-            by = np.where(longer, gy[..., ch], by)
-        gx, gy = bx, by
-    gx, gy = gx.astype(np.float32), gy.astype(np.float32)
-    return gx, gy, gx * gx + gy * gy
+            out = np.where(longer, key[..., ch], out)
+        key = out
+    return key
+
+
+_TABLES = []
+
+
+def _gradient_tables():
+    """For every integer gradient (gx, gy) in -255..255, at ``(gx + 255) * 511 + gy + 255``:
+    its orientation bin (dlib's rule: direction o wins on ``dot > best``, then o + 9 on
+    ``-dot > best``, in float32, 0 for no gradient), its length ``sqrt(gx*gx + gy*gy)`` in
+    float32 and its squared length (int32). Computed once, on first use."""
+    if not _TABLES:
+        g = np.arange(-255, 256, dtype=np.float32)
+        gx, gy = np.repeat(g, 511), np.tile(g, 511)
+        best = np.zeros(gx.shape, np.float32)
+        orient = np.zeros(gx.shape, np.int64)
+        for o in range(9):
+            dot = gx * _DIRECTIONS[o, 0] + gy * _DIRECTIONS[o, 1]
+            win = dot > best
+            best, orient = np.where(win, dot, best), np.where(win, o, orient)
+            win = -dot > best
+            best, orient = np.where(win, -dot, best), np.where(win, o + 9, orient)
+        square = gx * gx + gy * gy
+        _TABLES.append((orient.astype(np.int64), np.sqrt(square), square.astype(np.int32)))
+    return _TABLES[0]
 
 
 def _histograms(a, cell, cells_nr, cells_nc):
@@ -98,23 +124,11 @@ def _histograms(a, cell, cells_nr, cells_nc):
     # dlib's 8-wide SIMD blocks cover x = 1, 9, ... while x < visible_nc - 7; the columns
     # after the last whole block go through its scalar code
     simd = xs < 1 + 8 * ((visible_nc - 8 + 7) // 8 if visible_nc > 8 else 0)
-    gx, gy, length = _gradients(a, len(ys), len(xs), simd)
-    # dlib's order: direction o wins on dot > best, then o + 9 on -dot > best: the first
-    # direction of the largest |dot| (0 when all are 0), + 9 when that dot is negative
-    best = np.zeros(gx.shape, np.float32)
-    orient = np.zeros(gx.shape, np.int32)
-    negative = np.zeros(gx.shape, bool)
-    dot, size = np.empty_like(gx), np.empty_like(gx)
-    for o in range(9):
-        np.multiply(gx, _DIRECTIONS[o, 0], out=dot)
-        dot += gy * _DIRECTIONS[o, 1]
-        np.abs(dot, out=size)
-        win = size > best
-        np.copyto(best, size, where=win)
-        np.copyto(orient, o, where=win)
-        np.copyto(negative, dot < 0, where=win)
-    orient += 9 * negative
-    v = np.sqrt(length)
+    key = _gradients(a, len(ys), len(xs), simd)
+    # the gradients are integers in -255..255: their orientations and lengths are looked up
+    orient_table, length_table, _ = _gradient_tables()
+    orient = orient_table.take(key)
+    v = length_table.take(key)
     # rows: yp = (y + 0.5) / cell - 0.5, its floor and weights (float32, as dlib)
     yp = ((ys + 0.5) / float(cell) - 0.5).astype(np.float32)
     iyp = np.floor(yp).astype(np.int64)

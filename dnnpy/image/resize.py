@@ -79,20 +79,22 @@ def _resize_into(img, rows, cols):
         tbf = tb.astype(np.float32)[:, None]
         itbf = (1 - tb).astype(np.float32)[:, None]
         wtl, wtr, wbl, wbr = itbf * ilr, itbf * lr, tbf * ilr, tbf * lr
+        # the image as float32 planes (channel, row, column): the columns lm and lm + 1 of
+        # every row are gathered once, then the rows top and bottom of those (whole rows), and
+        # the per-pixel weights apply to every plane alike
+        planes = np.moveaxis(img.reshape(nr, nc, -1), 2, 0).astype(np.float32)
+        left_cols, right_cols = planes.take(lm, axis=2), planes.take(lm + 1, axis=2)
+        s = left_cols.take(top, axis=1)
+        s *= wtl
+        for cols_, rows_, weight in ((right_cols, top, wtr), (left_cols, bottom, wbl),
+                                     (right_cols, bottom, wbr)):
+            term = cols_.take(rows_, axis=1)
+            term *= weight
+            s += term
+        s = np.moveaxis(s, 0, 2) if rgb else s[0]
         if rgb:
-            wtl, wtr, wbl, wbr = wtl[..., None], wtr[..., None], wbl[..., None], wbr[..., None]
-        # the four neighbours of every output pixel, gathered from the float32 image by flat
-        # index (one gather each, no copies of whole rows)
-        flat = img.astype(np.float32).reshape(nr * nc, -1)
-        tl = (top * nc)[:, None] + lm[None, :]
-        bl = (bottom * nc)[:, None] + lm[None, :]
-        shape = (rows, cm) + img.shape[2:]
-        s = wtl * flat.take(tl, axis=0).reshape(shape)
-        s += wtr * flat.take(tl + 1, axis=0).reshape(shape)
-        s += wbl * flat.take(bl, axis=0).reshape(shape)
-        s += wbr * flat.take(bl + 1, axis=0).reshape(shape)
-        if rgb:
-            out[:, :cm] = np.trunc(s).astype(np.int32).astype(np.uint8)
+            # the sum is in [0, 256): the cast truncates, as dlib's (cvttps, then unsigned char)
+            out[:, :cm] = s
         elif np.issubdtype(img.dtype, np.integer):
             out[:, :cm] = np.trunc(s.astype(np.float64) + 0.5).astype(img.dtype)  # static_cast(value + 0.5)
         else:
@@ -102,16 +104,20 @@ def _resize_into(img, rows, cols):
         x = np.add.accumulate(np.concatenate([[-xs + cm * xs], np.full(cols - cm, xs)]))[1:]
         lo = np.floor(x).astype(np.intp)
         ro = np.minimum(lo + 1, nc - 1)
-        t_rows, b_rows = img[top], img[bottom]
+        # only the columns read: lo and ro of the rows top and bottom
+        cols_read = np.concatenate([lo, ro])
+        t_rows, b_rows = img[top[:, None], cols_read], img[bottom[:, None], cols_read]
+        frac = x - lo
+        lo, ro = np.arange(len(lo)), np.arange(len(lo), 2 * len(lo))     # into t_rows, b_rows
         tb2 = tb[:, None]
         if rgb:   # all in double, truncated
-            lr = (x - lo)[None, :, None]
+            lr = frac[None, :, None]
             tb2 = tb2[..., None]
             v = ((1 - tb2) * ((1 - lr) * t_rows[:, lo] + lr * t_rows[:, ro])
                  + tb2 * ((1 - lr) * b_rows[:, lo] + lr * b_rows[:, ro]))
             out[:, cm:] = np.trunc(v).astype(np.uint8)
         else:     # float32 inside, double outside, stored as float, then assign_pixel
-            lr = (x - lo).astype(np.float32)[None, :]
+            lr = frac.astype(np.float32)[None, :]
             ilr = np.float32(1) - lr
             f32 = np.float32
             inner_t = ilr * t_rows[:, lo].astype(f32) + lr * t_rows[:, ro].astype(f32)
