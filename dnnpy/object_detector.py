@@ -29,6 +29,7 @@ and add per window cell), in float32 as dlib's; a score is dlib's to float32 rou
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -40,6 +41,7 @@ from .image.geometry import pyramid_up
 from .image.pyramid import pyramid_down
 from .serialization.files import MAGIC, not_a_net_reason, read_source
 from .serialization.primitives import Reader, Writer
+from .tensor_tools.threads import get_num_threads
 
 __all__ = ["fhog_object_detector", "simple_object_detector", "get_frontal_face_detector"]
 
@@ -396,8 +398,9 @@ def run_multiple(detectors, img, upsample_num_times=0, adjust_threshold=0.0, _si
     found = []
     for i, (d, (rows, cols)) in enumerate(zip(detectors, sizes)):
         box = (rows - 2 * d.padding, cols - 2 * d.padding)
-        for k, (f, thresh) in enumerate(zip(d.filter_bank(), d.thresholds())):
-            s, b = _detect(feats, f, thresh, thresh + adjust_threshold, box, cell, pad_rows, pad_cols)
+        per_filter = _detect(feats, d.filter_bank(), d.thresholds(), adjust_threshold, box, cell,
+                             pad_rows, pad_cols)
+        for k, (s, b) in enumerate(per_filter):
             found.append((s, b, np.full(len(s), k if _single else i, np.int64)))
     scores = np.concatenate([f[0] for f in found])
     boxes = np.concatenate([f[1] for f in found])
@@ -427,53 +430,72 @@ def _feature_pyramid(img, cell, pad_rows, pad_cols, min_width, min_height, max_l
         levels += 1
         if not (rect.width() >= min_width and rect.height() >= min_height and levels < max_levels):
             break
-    feats, level = [], img
-    for i in range(levels):
-        if i:
-            level = pyr(level)
-        feats.append(extract_fhog_features(level, cell, pad_rows, pad_cols))
-    return feats
+    workers = min(get_num_threads(), levels)
+    if workers <= 1:
+        feats, level = [], img
+        for i in range(levels):
+            level = pyr(level) if i else level
+            feats.append(extract_fhog_features(level, cell, pad_rows, pad_cols))
+        return feats
+    # each level's features in a worker thread (numpy releases the GIL in its loops) while
+    # this thread makes the next, smaller level
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dnnpy-fhog") as pool:
+        jobs, level = [], img
+        for i in range(levels):
+            level = pyr(level) if i else level
+            jobs.append(pool.submit(extract_fhog_features, level, cell, pad_rows, pad_cols))
+        return [j.result() for j in jobs]
 
 
-def _detect(feats, filt, thresh, cutoff, box, cell, pad_rows, pad_cols):
-    """One filter over the feature pyramid: ``(scores - thresh, boxes)`` (boxes (n, 4): left,
-    top, right, bottom) of the windows scoring at least ``cutoff``, best first (ties in
-    dlib's scan order: level, row, column)."""
-    rows, cols = filt.shape[:2]
-    # all window cells' weights side by side: features (R*C, 31) @ (31, rows*cols)
-    bank = filt.transpose(2, 0, 1).reshape(_PLANES, rows * cols).astype(np.float32)
+def _detect(feats, filters, thresholds, adjust, box, cell, pad_rows, pad_cols):
+    """A detector's filters (all of one size) over the feature pyramid: for each filter,
+    ``(scores - thresh, boxes)`` (boxes (n, 4): left, top, right, bottom) of the windows
+    scoring at least its threshold plus ``adjust``, best first (ties in dlib's scan order:
+    level, row, column)."""
+    rows, cols = filters[0].shape[:2]
+    count = len(filters)
+    # every filter's weights for every window cell stacked: (rows*cols*filters, 31) @ the
+    # features (31, R*C) gives each cell's product at every position; a window's score adds
+    # its cells' products (whole rows of positions at a time)
+    bank = np.stack(filters, axis=2).reshape(-1, _PLANES).astype(np.float32)
+    cutoffs = np.array(thresholds, np.float64) + adjust
     pyr = pyramid_down(6)
-    out_s, out_b = [], []
+    found = [([], []) for _ in filters]
     for level, f in enumerate(feats):
         nr, nc = f.shape[:2]
         if nr < rows or nc < cols:
             continue
-        cellwise = (f.reshape(-1, _PLANES) @ bank).reshape(nr, nc, rows, cols)
+        cellwise = (bank @ f.reshape(-1, _PLANES).T).reshape(rows, cols, count, nr, nc)
         vr, vc = nr - rows + 1, nc - cols + 1
-        score = np.zeros((vr, vc), np.float32)
+        score = np.zeros((count, vr, vc), np.float32)
         for i in range(rows):
             for j in range(cols):
-                score += cellwise[i:i + vr, j:j + vc, i, j]
-        y0, x0 = np.nonzero(score >= cutoff)
-        if len(y0) == 0:
+                score += cellwise[i, j, :, i:i + vr, j:j + vc]
+        for k in range(count):
+            y0, x0 = np.nonzero(score[k] >= cutoffs[k])
+            if len(y0) == 0:
+                continue
+            # the window's centre cell, then dlib's box: centered_rect(centre, box) in cells,
+            # fhog_to_image, and up the pyramid (rounded as dlib's drectangle -> rectangle)
+            r, c = y0 + rows // 2, x0 + cols // 2
+            top, left = r - box[0] // 2, c - box[1] // 2
+            bottom, right = top + box[0] - 1, left + box[1] - 1
+            l, t = _fhog_to_image(left, cell, pad_cols), _fhog_to_image(top, cell, pad_rows)
+            rr, bb = _fhog_to_image(right, cell, pad_cols), _fhog_to_image(bottom, cell, pad_rows)
+            if level:
+                l, t = pyr.point_up((l, t), level)
+                rr, bb = pyr.point_up((rr, bb), level)
+            found[k][1].append(np.stack([_lround(l), _lround(t), _lround(rr), _lround(bb)], axis=1))
+            found[k][0].append(score[k, y0, x0].astype(np.float64) - thresholds[k])
+    out = []
+    for scores, boxes in found:
+        if not scores:
+            out.append((np.zeros(0), np.zeros((0, 4), np.int64)))
             continue
-        # the window's centre cell, then dlib's box: centered_rect(centre, box) in cells,
-        # fhog_to_image, and up the pyramid (rounded as dlib's drectangle -> rectangle)
-        r, c = y0 + rows // 2, x0 + cols // 2
-        top, left = r - box[0] // 2, c - box[1] // 2
-        bottom, right = top + box[0] - 1, left + box[1] - 1
-        l, t = _fhog_to_image(left, cell, pad_cols), _fhog_to_image(top, cell, pad_rows)
-        rr, bb = _fhog_to_image(right, cell, pad_cols), _fhog_to_image(bottom, cell, pad_rows)
-        if level:
-            l, t = pyr.point_up((l, t), level)
-            rr, bb = pyr.point_up((rr, bb), level)
-        out_b.append(np.stack([_lround(l), _lround(t), _lround(rr), _lround(bb)], axis=1))
-        out_s.append(score[y0, x0].astype(np.float64) - thresh)
-    if not out_s:
-        return np.zeros(0), np.zeros((0, 4), np.int64)
-    s, b = np.concatenate(out_s), np.concatenate(out_b)
-    order = np.argsort(-s, kind="stable")
-    return s[order], b[order]
+        s, b = np.concatenate(scores), np.concatenate(boxes)
+        order = np.argsort(-s, kind="stable")
+        out.append((s[order], b[order]))
+    return out
 
 
 def _lround(v):
