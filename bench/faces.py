@@ -1,21 +1,27 @@
-"""dlib's shape predictor in dnnpy and in dlib (dlib-bin): load time and landmarks per face.
+"""dlib's face pipeline in dnnpy and in dlib (dlib-bin), stage by stage, on dlib's photos.
 
 Each library runs in its own process (``--side``), in alternating rounds; the parent prints
 the min and median per measure and the ratio dlib / dnnpy (above 1: dnnpy is faster). A
-process times each per-face measure as the fastest of 5 passes over all faces:
+process times each measure as the fastest of ``--passes`` passes (after one warm-up pass):
 
-    load      reading the model file
-    single    ``sp(img, box)`` per face, box after box
+    load      reading the shape predictor file (``--model 5|68``)
+    single    landmarks, ``sp(img, box)`` per face, box after box
     batch     dnnpy's ``sp.batch(images, boxes)`` per face, all photos in one call (dlib has
               no batched form: its single-box time is the peer)
+    hog       the HOG face detector, ``detector(img, 1)`` per photo
+    descr     face descriptors, ``compute_face_descriptor(img, shapes)`` per face (5-point
+              shapes, one call per photo)
+    pipeline  photo -> HOG boxes (upsampled once) -> 5-point landmarks -> descriptors, per photo
+    cnn       the CNN face detector, ``cnn_face_detection_model_v1(img, 0)`` per photo (the
+              first 3 photos, one pass: it is slow in dlib)
 
-The faces are the HOG detections (upsampled once) in dlib's photos (``--faces DIR``); the
-landmarks of both libraries are compared first, and a difference makes the script exit
-with 1, so it cannot time a wrong computation.
+Both sides read the photos with dnnpy (JPEG decoders differ). The results of both libraries
+are compared first (boxes and landmarks equal, descriptors within 1e-4); a difference makes
+the script exit with 1, so it cannot time a wrong computation.
 
-How to run (repository root; needs ``pip install -e '.[dlib]'``)
-    python bench/faces.py [--model 5|68] [--rounds N] [--faces DIR]
-    About a minute for the 68-point model on 2 cores.
+How to run (repository root; needs ``pip install -e '.[dlib]'`` and dlib-bin)
+    python bench/faces.py [--model 5|68] [--rounds N] [--passes N] [--stages hog,cnn,...]
+    About 3 minutes for every stage on 2 cores.
 """
 
 from __future__ import annotations
@@ -32,78 +38,138 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_FACES = os.path.join(HERE, os.pardir, os.pardir, "shared", "testdata", "faces")
 MODELS = {"5": "shape_predictor_5_face_landmarks.dat", "68": "shape_predictor_68_face_landmarks.dat"}
+STAGES = ("load", "single", "batch", "hog", "descr", "pipeline", "cnn")
 
 
 def _child(args):
-    """One side's timings, as JSON on stdout."""
-    import dlib   # the HOG boxes and the photos come from dlib on both sides
+    """One side's timings and results, as JSON on stdout."""
     import numpy as np
     sys.path.insert(0, os.path.join(HERE, os.pardir))
-    from dnnpy import models, rectangle, shape_predictor
-    path = models.dlib_model_path(MODELS[args.model])
-    photos = sorted(glob.glob(os.path.join(args.faces, "*.jpg")))
-    hog = dlib.get_frontal_face_detector()
-    work = [(img, list(hog(img, 1))) for img in (dlib.load_rgb_image(p) for p in photos)]
-    faces = sum(len(d) for _, d in work)
-    t = time.perf_counter()
-    sp = dlib.shape_predictor(path) if args.side == "dlib" else shape_predictor(path)
-    out = {"load": time.perf_counter() - t, "faces": faces}
+    import dnnpy
+    from dnnpy import models
+    lib = dnnpy
     if args.side == "dlib":
-        def single():
-            return [[[(p.x, p.y) for p in sp(img, d).parts()] for d in dets] for img, dets in work]
-        batch = None
-    else:
-        boxes = [[rectangle(d.left(), d.top(), d.right(), d.bottom()) for d in dets] for _, dets in work]
+        import dlib as lib
+    stages = set(args.stages.split(","))
+    photos = [dnnpy.load_rgb_image(p) for p in sorted(glob.glob(os.path.join(args.faces, "*.jpg")))]
+    hog = lib.get_frontal_face_detector()
+    boxes = [list(hog(img, 1)) for img in photos]
+    if args.side == "dnnpy":
+        boxes = [[dnnpy.rectangle(d.left(), d.top(), d.right(), d.bottom()) for d in bs] for bs in boxes]
+    faces = sum(len(b) for b in boxes)
+    out = {"faces": faces, "photos": len(photos), "results": {}}
 
-        def single():
-            return [[list(sp(img, b).parts) for b in bs] for (img, _), bs in zip(work, boxes)]
-
-        def batch():
-            return [[list(s.parts) for s in r] for r in sp.batch([img for img, _ in work], boxes)]
-    def best(run, passes=5):
-        """The fastest of ``passes`` passes over all faces, per face (after one warm-up pass)."""
+    def best(run, per):
         run()
         times = []
-        for _ in range(passes):
+        for _ in range(args.passes):
             t = time.perf_counter()
             run()
             times.append(time.perf_counter() - t)
-        return min(times) / faces
+        return min(times) / per
 
-    result = single()
-    out["single"] = best(single)
-    if batch is not None:
-        out["batch"] = best(batch)
-    out["landmarks"] = np.asarray([p for r in result for s in r for p in s], np.int64).tolist()
+    t = time.perf_counter()
+    sp = lib.shape_predictor(models.dlib_model_path(MODELS[args.model]))
+    out["load"] = time.perf_counter() - t
+    if stages & {"single", "batch"}:
+        def single():
+            return [[[(p.x, p.y) for p in sp(img, d).parts()] for d in bs] for img, bs in zip(photos, boxes)]
+        out["results"]["landmarks"] = single()
+        if "single" in stages:
+            out["single"] = best(single, faces)
+        if "batch" in stages and args.side == "dnnpy":
+            out["batch"] = best(lambda: sp.batch(photos, boxes), faces)
+    if "hog" in stages:
+        out["results"]["hog"] = [[(d.left(), d.top(), d.right(), d.bottom()) for d in hog(img, 1)] for img in photos]
+        out["hog"] = best(lambda: [hog(img, 1) for img in photos], len(photos))
+    if stages & {"descr", "pipeline"}:
+        sp5 = lib.shape_predictor(models.dlib_model_path(MODELS["5"]))
+        facerec = lib.face_recognition_model_v1(models.dlib_model_path(models.FACE_RECOGNITION_MODEL))
+        shapes = []
+        for img, bs in zip(photos, boxes):
+            found = lib.full_object_detections()
+            for d in bs:
+                found.append(sp5(img, d))
+            shapes.append(found)
+
+        def descriptors():
+            return [facerec.compute_face_descriptor(img, s) if len(s) else [] for img, s in zip(photos, shapes)]
+        out["results"]["descr"] = [[list(map(float, d)) for d in ds] for ds in descriptors()]
+        if "descr" in stages:
+            out["descr"] = best(descriptors, faces)
+        if "pipeline" in stages:
+            def pipeline():
+                result = []
+                for img in photos:
+                    found = lib.full_object_detections()
+                    for d in hog(img, 1):
+                        found.append(sp5(img, d))
+                    result.append(facerec.compute_face_descriptor(img, found) if len(found) else [])
+                return result
+            out["pipeline"] = best(pipeline, len(photos))
+    if "cnn" in stages:
+        cnn = lib.cnn_face_detection_model_v1(models.dlib_model_path(models.FACE_DETECTOR_MODEL))
+        some = photos[:3]
+        t = time.perf_counter()
+        found = [cnn(img, 0) for img in some]
+        out["cnn"] = (time.perf_counter() - t) / len(some)
+        out["results"]["cnn"] = [[(d.rect.left(), d.rect.top(), d.rect.right(), d.rect.bottom()) for d in f]
+                                 for f in found]
     print(json.dumps(out))
+
+
+def _same(a, b):
+    """The two sides' results: equal, descriptors within 1e-4."""
+    for key in a:
+        if key == "descr":
+            flat_a = [v for ds in a[key] for d in ds for v in d]
+            flat_b = [v for ds in b[key] for d in ds for v in d]
+            if len(flat_a) != len(flat_b) or max((abs(x - y) for x, y in zip(flat_a, flat_b)), default=0) > 1e-4:
+                return key
+        elif a[key] != b[key]:
+            return key
+    return None
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", choices=sorted(MODELS), default="68")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--passes", type=int, default=5)
+    ap.add_argument("--stages", default=",".join(STAGES))
     ap.add_argument("--faces", default=DEFAULT_FACES)
     ap.add_argument("--side", choices=["dlib", "dnnpy"], help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    unknown = set(args.stages.split(",")) - set(STAGES)
+    if unknown:
+        ap.error(f"unknown stages {sorted(unknown)}; choose from {','.join(STAGES)}")
     if args.side:
         return _child(args)
     runs = {"dlib": [], "dnnpy": []}
     for _ in range(args.rounds):
         for side in ("dlib", "dnnpy"):
-            cmd = [sys.executable, __file__, "--side", side, "--model", args.model, "--faces", args.faces]
+            cmd = [sys.executable, __file__, "--side", side, "--model", args.model, "--faces", args.faces,
+                   "--passes", str(args.passes), "--stages", args.stages]
             runs[side].append(json.loads(subprocess.run(cmd, check=True, capture_output=True,
                                                         text=True).stdout.strip().splitlines()[-1]))
-    if runs["dlib"][0]["landmarks"] != runs["dnnpy"][0]["landmarks"]:
-        print("landmarks differ between dlib and dnnpy: not timing a wrong computation")
+    differs = _same(runs["dlib"][0]["results"], runs["dnnpy"][0]["results"])
+    if differs:
+        print(f"{differs}: dlib and dnnpy differ: not timing a wrong computation")
         return 1
-    faces = runs["dlib"][0]["faces"]
-    print(f"{MODELS[args.model]}: {faces} faces, landmarks equal; {args.rounds} alternating rounds "
-          f"(min / median)")
-    for key, unit, scale in (("load", "s", 1), ("single", "ms/face", 1e3), ("batch", "ms/face", 1e3)):
-        d = [r["load" if key == "load" else "single"] * scale for r in runs["dlib"]]
+    first = runs["dlib"][0]
+    print(f"{MODELS[args.model]}: {first['photos']} photos, {first['faces']} faces, results equal; "
+          f"{args.rounds} alternating rounds (min / median), the best of {args.passes} passes each")
+    units = {"load": ("s", 1), "hog": ("ms/photo", 1e3), "pipeline": ("ms/photo", 1e3),
+             "cnn": ("ms/photo", 1e3)}
+    for key in STAGES:
+        if key not in runs["dnnpy"][0]:
+            continue
+        unit, scale = units.get(key, ("ms/face", 1e3))
+        peer = "single" if key == "batch" else key
+        d = [r[peer] * scale for r in runs["dlib"]]
         n = [r[key] * scale for r in runs["dnnpy"]]
-        print(f"  {key:7s} dlib {min(d):7.3f} / {statistics.median(d):7.3f} {unit:8s}  dnnpy "
-              f"{min(n):7.3f} / {statistics.median(n):7.3f}   ratio dlib/dnnpy {min(d) / min(n):5.2f}")
+        print(f"  {key:8s} dlib {min(d):8.3f} / {statistics.median(d):8.3f} {unit:8s}  dnnpy "
+              f"{min(n):8.3f} / {statistics.median(n):8.3f}   ratio dlib/dnnpy {min(d) / min(n):5.2f}")
     return 0
 
 
