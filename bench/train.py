@@ -860,8 +860,8 @@ def table(rows, markdown):
     return "\n".join([fmt(headers), fmt(["-" * w for w in widths])] + [fmt(b) for b in body])
 
 
-PROCESS_FULL = Budget(warmup=2, rounds=3, steps=5)
-PROCESS_QUICK = Budget(warmup=1, rounds=2, steps=2)
+PROCESS_FULL = Budget(warmup=5, rounds=3, steps=7)   # dnnpy settles after 4-5 steps
+PROCESS_QUICK = Budget(warmup=2, rounds=2, steps=3)
 NAMES = (*WORKLOADS, "face")
 
 

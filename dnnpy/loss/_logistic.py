@@ -108,15 +108,15 @@ def _holds_strings(labels):
     return a.dtype.kind == "O" and any(isinstance(v, (str, bytes)) for v in a.reshape(-1))
 
 
-def float_labels(name, labels, shape=None):
-    """Convert numeric labels to a float64 array (one per sample, or one array of ``shape``
-    per sample); TypeError for non-numbers (strings included: numpy would parse "1"),
-    ValueError for a wrong shape or NaN."""
+def float_labels(name, labels, shape=None, dtype=np.float64):
+    """Convert numeric labels to a ``dtype`` array (one per sample, or one array of ``shape``
+    per sample; each value rounded once, from what the user gave); TypeError for non-numbers
+    (strings included: numpy would parse "1"), ValueError for a wrong shape or NaN."""
     if _holds_strings(labels):
         raise TypeError(f"{name}: labels must be numbers, got strings; convert them first, e.g. "
                         f"[float(v) for v in labels]")
     try:
-        arr = np.array(labels, dtype=np.float64)
+        arr = np.array(labels, dtype=dtype)
     except TypeError:
         raise TypeError(f"{name}: labels must be numbers ({_per_sample(shape, 'number')})") from None
     except ValueError:

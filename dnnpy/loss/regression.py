@@ -37,8 +37,11 @@ def squared_error(y, o, scale):
     (double, rounded to float); returns (loss = sum of the float products temp2*temp1 in
     float64, gradient = -temp2)."""
     temp1 = y - o
-    temp2 = (temp1.astype(_F64) * scale).astype(o.dtype)
-    return float(np.sum((temp2 * temp1).astype(_F64))), -temp2
+    temp2 = np.empty_like(temp1)
+    np.multiply(temp1, scale, out=temp2, dtype=_F64, casting="unsafe")   # in double, stored as float
+    loss = float(np.add.reduce((temp2 * temp1).ravel(), dtype=_F64))     # float products, double sum
+    np.negative(temp2, out=temp2)
+    return loss, temp2
 
 
 # ----------------------------------------------------------------------------------------
@@ -219,7 +222,7 @@ class loss_mean_squared_per_channel_and_pixel_(named_loss):
             if np.shape(t) != out.shape[1:]:
                 raise ValueError(f"{name}: label {i} has shape {np.shape(t)} but the net outputs "
                                  f"{out.shape[1:]} (C, nr, nc) per sample")
-        y = float_labels(name, labels, out.shape[1:]).astype(o.dtype)
+        y = float_labels(name, labels, out.shape[1:], o.dtype)
         loss, grad = squared_error(y, o, 1.0 / out.size())
         assign_gradient(sub, grad)
         return loss

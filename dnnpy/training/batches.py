@@ -107,9 +107,11 @@ def _float_labels(labels):
     if not (scalar or (isinstance(first, np.ndarray) and first.dtype.kind == "f")):
         return None
     try:
-        return np.asarray(labels, dtype=np.float64)
+        # (float32 arrays stay float32: finiteness is the same, and no float64 copy is made)
+        arr = np.asarray(labels)
     except (TypeError, ValueError):
         return None       # ragged or mixed: the loss judges them
+    return arr if arr.dtype.kind == "f" else None
 
 
 def check_labels(pos: position, labels):
