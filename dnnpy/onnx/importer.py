@@ -1,0 +1,358 @@
+"""``dnnpy.onnx.import_model``: an ONNX model as a dnnpy net, its weights loaded.
+
+    net = dnnpy.onnx.import_model("lenet.onnx")           # fc[10, relu[fc[84, ... input_tensor]]]
+    scores = net(batch)                                     # (N, k, nr, nc): the graph's output
+
+The graph must be what dlib's layers express; this version reads straight chains (every node
+reads the previous node's output): Conv (one group, no dilation, symmetric padding),
+ConvTranspose (one group, no output padding), Gemm and MatMul (+ a constant Add: the bias) as
+``fc``, BatchNormalization as ``affine`` (its inference form), Relu, LeakyRelu, PRelu (one
+slope), Elu, Sigmoid, Tanh, Clip (0 .. ceiling), Mish, Softmax (over the channels), MaxPool and
+AveragePool (symmetric padding; an average excludes the padding, as dlib's), GlobalAveragePool,
+GlobalMaxPool, Flatten and Reshape before an fc (dlib's fc flattens), Dropout and Identity
+(dropped). The shape computations exporters put in front of a Reshape (Shape, Gather,
+Unsqueeze, Concat, Constant) are ignored when they feed only its shape.
+
+The input layer is ``input_tensor``: the net takes what the graph takes, float32 NCHW (or a
+``(N, features)`` matrix as ``(N, features, 1, 1)``). There is no loss layer unless ``loss``
+names one (``"multiclass_log"``: ``loss_multiclass_log`` over the output, ...). Anything else
+is refused with an ``onnx_import_error`` naming the file, the node, its op and why; nothing
+half-built is returned. Needs the ``onnx`` package (``pip install 'dnnpy[onnx]'``); opsets 13
+to 21.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+
+import numpy as np
+
+from .. import layers, loss as losses
+from ..core import add_layer
+from ..inputs import input_tensor
+from ..templates import loss_template
+
+__all__ = ["import_model", "onnx_import_error", "OPSET_RANGE"]
+
+OPSET_RANGE = (13, 21)
+_SHAPE_OPS = {"Shape", "Gather", "Unsqueeze", "Squeeze", "Concat", "Constant", "Cast", "Slice"}
+_DROPPED = {"Dropout", "Identity"}
+
+
+class onnx_import_error(ValueError):
+    """An ONNX model dnnpy cannot read as a dlib net (the message says where and why)."""
+
+
+def _onnx():
+    """The ``onnx`` package (an optional extra, loaded on first use)."""
+    try:
+        return importlib.import_module("onnx")
+    except ImportError as e:
+        raise ImportError("dnnpy.onnx.import_model needs the onnx package: pip install 'dnnpy[onnx]'") from e
+
+
+def import_model(source, *, loss=None):
+    """The dnnpy net an ONNX model (a path, a binary file object or the bytes) computes, with
+    its weights: see the module's docstring for what is read. ``loss``: ``None`` (no loss
+    layer: ``net(x)`` returns the graph's output) or a loss's name (``"multiclass_log"``,
+    ``"loss_multiclass_log"``, ...) put on top."""
+    onnx = _onnx()
+    data, name = _read(source)
+    try:
+        model = onnx.load_model_from_string(data)
+    except Exception as e:      # protobuf's DecodeError and friends
+        raise onnx_import_error(f"{name}: not a readable ONNX model ({type(e).__name__}: {e})") from None
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
+    if opset is None or not OPSET_RANGE[0] <= opset <= OPSET_RANGE[1]:
+        raise onnx_import_error(f"{name}: opset {opset} is not supported (dnnpy reads opsets "
+                                f"{OPSET_RANGE[0]} to {OPSET_RANGE[1]})")
+    try:
+        model = onnx.shape_inference.infer_shapes(model)
+    except Exception as e:
+        raise onnx_import_error(f"{name}: ONNX shape inference failed ({e})") from None
+    return _Importer(model, name, onnx).net(loss)
+
+
+def _read(source):
+    if hasattr(source, "read"):
+        return source.read(), getattr(source, "name", "stream")
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return bytes(source), "bytes"
+    path = os.fspath(source)
+    try:
+        with open(path, "rb") as f:
+            return f.read(), path
+    except OSError as e:
+        raise onnx_import_error(f"{path}: cannot read the file: {e.strerror or e}") from None
+
+
+class _Importer:
+    """The walk from the graph's input along its chain of nodes."""
+
+    def __init__(self, model, name, onnx):
+        numpy_helper = onnx.numpy_helper
+        self.helper = onnx.helper
+        self.name, self.graph = name, model.graph
+        if any(t.data_location == 1 for t in self.graph.initializer):     # EXTERNAL
+            raise onnx_import_error(f"{name}: the weights are in external data files; load the model with "
+                                    f"onnx.load(path) (which reads them) and pass onnx's bytes "
+                                    f"(model.SerializeToString())")
+        self.consts = {t.name: numpy_helper.to_array(t) for t in self.graph.initializer}
+        for node in self.graph.node:
+            if node.op_type == "Constant" and node.attribute:
+                a = node.attribute[0]
+                if a.name == "value":
+                    self.consts[node.output[0]] = numpy_helper.to_array(a.t)
+        self.shapes = {}
+        for v in list(self.graph.input) + list(self.graph.value_info) + list(self.graph.output):
+            dims = v.type.tensor_type.shape.dim
+            self.shapes[v.name] = tuple(d.dim_value if d.HasField("dim_value") else None for d in dims)
+
+    def fail(self, node, why):
+        return onnx_import_error(f"{self.name}: node {node.name or '(unnamed)'} ({node.op_type}): {why}")
+
+    def _input(self):
+        inputs = [v for v in self.graph.input if v.name not in self.consts]
+        if len(inputs) != 1:
+            raise onnx_import_error(f"{self.name}: the graph has {len(inputs)} inputs "
+                                    f"({[v.name for v in inputs]}); dnnpy reads graphs with one")
+        v = inputs[0]
+        shape = self.shapes[v.name]
+        if len(shape) not in (2, 4) or any(d is None for d in shape[1:]):
+            raise onnx_import_error(f"{self.name}: the input {v.name!r} has shape {shape}: dnnpy needs "
+                                    f"(N, C, H, W) or (N, features) with every dimension but N fixed")
+        if v.type.tensor_type.elem_type != 1:          # FLOAT
+            raise onnx_import_error(f"{self.name}: the input {v.name!r} is not float32")
+        return v.name, shape
+
+    def _shape_only(self):
+        """The nodes (by their first output's name) that only compute a Reshape's target shape."""
+        consumers = {}
+        for node in self.graph.node:
+            for i in node.input:
+                consumers.setdefault(i, []).append(node.output[0] if node.output else "")
+        feeds_shape = {node.input[1] for node in self.graph.node
+                       if node.op_type == "Reshape" and len(node.input) > 1}
+        skip, changed = set(), True
+        while changed:
+            changed = False
+            for node in self.graph.node:
+                key = node.output[0] if node.output else ""
+                if key in skip or node.op_type not in _SHAPE_OPS:
+                    continue
+                if all(o in feeds_shape or (consumers.get(o) and all(c in skip for c in consumers[o]))
+                       for o in node.output):
+                    skip.add(key)
+                    feeds_shape.update(node.input)
+                    changed = True
+        return skip
+
+    def net(self, loss):
+        current, shape = self._input()
+        skip = self._shape_only()
+        steps = []                       # (layer object, weight setter or None)
+        pending_fc = None                # a MatMul's fc, whose bias a following Add may give
+        for node in self.graph.node:
+            if (node.output and node.output[0] in skip) or (node.op_type == "Constant"
+                                                             and node.output[0] in self.consts):
+                continue
+            data_inputs = [i for i in node.input if i and i not in self.consts]
+            if node.op_type == "Reshape":
+                data_inputs = node.input[:1]
+            if data_inputs != [current]:
+                raise self.fail(node, f"reads {data_inputs}, not the previous node's output {current!r}: "
+                                      f"dnnpy reads straight chains of nodes for now (branches, "
+                                      f"residuals and concatenations come next)")
+            if node.op_type == "Add" and pending_fc is not None:
+                bias = self.consts[next(i for i in node.input if i in self.consts)].reshape(-1)
+                pending_fc[2]["bias"] = bias.astype(np.float32)
+                pending_fc = None
+                current = node.output[0]
+                continue
+            pending_fc = None
+            step = self._step(node, shape)
+            if step is not None:
+                steps.append(step)
+                if node.op_type == "MatMul":
+                    pending_fc = step
+            current = node.output[0]
+            shape = self.shapes.get(current, shape)
+        if current not in [o.name for o in self.graph.output]:
+            raise onnx_import_error(f"{self.name}: the chain ends at {current!r}, which is not the graph's "
+                                    f"output {[o.name for o in self.graph.output]}")
+        return self._build(steps, loss)
+
+    # -- one node -----------------------------------------------------------------------------
+    def _attrs(self, node):
+        return {a.name: self.helper.get_attribute_value(a) for a in node.attribute}
+
+    def _const(self, node, i, what):
+        if len(node.input) <= i or node.input[i] not in self.consts:
+            raise self.fail(node, f"its {what} must be a constant (an initializer)")
+        return self.consts[node.input[i]]
+
+    def _pads(self, node, a, kernel):
+        if a.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
+            raise self.fail(node, f"auto_pad {a['auto_pad']!r}: give explicit pads")
+        pads = list(a.get("pads", [0] * 4))
+        if len(pads) != 4 or pads[0] != pads[2] or pads[1] != pads[3]:
+            raise self.fail(node, f"pads {pads}: dlib pads each side of an axis alike (top = bottom, "
+                                  f"left = right)")
+        if pads[0] >= kernel[0] or pads[1] >= kernel[1]:
+            raise self.fail(node, f"pads {pads}: dlib's padding must be smaller than the window {kernel}")
+        return pads[0], pads[1]
+
+    def _window(self, node, a, kernel):
+        strides = list(a.get("strides", [1, 1]))
+        if list(a.get("dilations", [1, 1])) != [1, 1]:
+            raise self.fail(node, f"dilations {list(a['dilations'])}: dlib's layers do not dilate")
+        if len(kernel) != 2:
+            raise self.fail(node, f"a {len(kernel)}-D window: dlib's layers are 2-D")
+        py, px = self._pads(node, a, kernel)
+        return strides, py, px
+
+    def _step(self, node, shape):
+        op, a = node.op_type, self._attrs(node)
+        if op in _DROPPED:
+            return None
+        if op in ("Flatten", "Reshape"):
+            if op == "Flatten" and a.get("axis", 1) != 1:
+                raise self.fail(node, f"axis {a['axis']}: only the flattening of (C, H, W) per sample")
+            return None      # dlib's fc flattens (C, H, W) in this order itself
+        if op == "Conv":
+            w = self._const(node, 1, "weight")
+            if a.get("group", 1) != 1:
+                raise self.fail(node, f"group {a['group']}: dlib's con_ has no groups")
+            strides, py, px = self._window(node, a, w.shape[2:])
+            obj = layers.con_(w.shape[0], w.shape[2], w.shape[3], strides[0], strides[1], py, px)
+            bias = self.consts.get(node.input[2]) if len(node.input) > 2 and node.input[2] else None
+            if bias is None:
+                obj.disable_bias()
+            return (obj, _set_conv, {"filters": w, "bias": bias})
+        if op == "ConvTranspose":
+            w = self._const(node, 1, "weight")                      # (C_in, C_out, kh, kw)
+            if a.get("group", 1) != 1 or any(a.get("output_padding", [0, 0])):
+                raise self.fail(node, "groups or output_padding: dlib's cont_ has neither")
+            strides, py, px = self._window(node, a, w.shape[2:])
+            obj = layers.cont_(w.shape[1], w.shape[2], w.shape[3], strides[0], strides[1], py, px)
+            bias = self.consts.get(node.input[2]) if len(node.input) > 2 and node.input[2] else None
+            if bias is None:
+                obj.disable_bias()
+            return (obj, _set_conv, {"filters": w, "bias": bias})
+        if op in ("Gemm", "MatMul"):
+            w = self._const(node, 1, "weight").astype(np.float32)
+            if op == "Gemm":
+                if a.get("alpha", 1.0) != 1.0 or a.get("beta", 1.0) != 1.0 or a.get("transA", 0):
+                    raise self.fail(node, "alpha, beta and transA must be 1, 1 and 0")
+                if a.get("transB", 0):
+                    w = w.T
+            if w.ndim != 2:
+                raise self.fail(node, f"a {w.ndim}-D weight: an fc multiplies by a matrix")
+            bias = None
+            if op == "Gemm" and len(node.input) > 2 and node.input[2]:
+                bias = self._const(node, 2, "bias").reshape(-1).astype(np.float32)
+            return (layers.fc_(w.shape[1]), _set_fc, {"weights": w, "bias": bias})
+        if op == "BatchNormalization":
+            scale, b, mean, var = (self._const(node, i, n).astype(np.float64)
+                                   for i, n in ((1, "scale"), (2, "bias"), (3, "mean"), (4, "variance")))
+            gamma = scale / np.sqrt(var + a.get("epsilon", 1e-5))
+            if len(shape) != 4:
+                raise self.fail(node, f"a rank-{len(shape)} input: dnnpy maps BatchNormalization of "
+                                      f"(N, C, H, W) tensors (affine in CONV_MODE)")
+            return (layers.affine_(layers.CONV_MODE), _set_affine, {"gamma": gamma, "beta": b - mean * gamma})
+        simple = {"Relu": layers.relu_, "Sigmoid": layers.sig_, "Tanh": layers.htan_, "Mish": layers.mish_}
+        if op in simple:
+            return (simple[op](), None, None)
+        if op == "LeakyRelu":
+            return (layers.leaky_relu_(a.get("alpha", 0.01)), None, None)
+        if op == "Elu":
+            return (layers.elu_(a.get("alpha", 1.0)), None, None)
+        if op == "PRelu":
+            slope = self._const(node, 1, "slope").reshape(-1)
+            if slope.size != 1 and not np.all(slope == slope[0]):
+                raise self.fail(node, f"{slope.size} slopes: dlib's prelu has one")
+            return (layers.prelu_(float(slope[0])), None, None)
+        if op == "Clip":
+            lo = self.consts.get(node.input[1]) if len(node.input) > 1 and node.input[1] else None
+            hi = self.consts.get(node.input[2]) if len(node.input) > 2 and node.input[2] else None
+            if lo is None or float(lo) != 0 or hi is None:
+                raise self.fail(node, "only Clip(0, ceiling) has a dlib layer (clipped_relu)")
+            return (layers.clipped_relu_(float(hi)), None, None)
+        if op == "Softmax":
+            axis = a.get("axis", -1)
+            rank = len(shape)
+            if axis % rank != 1 and not (rank == 2 and axis % rank == 1):
+                raise self.fail(node, f"axis {axis} of a rank-{rank} tensor: dlib's softmax runs over "
+                                      f"the channels (axis 1)")
+            return (layers.softmax_(), None, None)
+        if op in ("MaxPool", "AveragePool"):
+            kernel = list(a["kernel_shape"])
+            if a.get("ceil_mode", 0):
+                raise self.fail(node, "ceil_mode 1: dlib's pooling rounds the output size down")
+            strides, py, px = self._window(node, a, kernel)
+            if op == "AveragePool":
+                if (py or px) and not a.get("count_include_pad", 0) == 0:
+                    raise self.fail(node, "count_include_pad 1 with padding: dlib's average excludes the padding")
+                return (layers.avg_pool_(kernel[0], kernel[1], strides[0], strides[1], py, px), None, None)
+            return (layers.max_pool_(kernel[0], kernel[1], strides[0], strides[1], py, px), None, None)
+        if op == "GlobalAveragePool":
+            return (layers.avg_pool_(0, 0, 1, 1, 0, 0), None, None)
+        if op == "GlobalMaxPool":
+            return (layers.max_pool_(0, 0, 1, 1, 0, 0), None, None)
+        raise self.fail(node, "no dlib layer computes this op (yet)")
+
+    # -- the net ------------------------------------------------------------------------------
+    def _build(self, steps, loss):
+        net_type = input_tensor
+        for obj, _, _ in steps:
+            net_type = add_layer[obj, net_type]
+        if loss is not None:
+            key = loss if str(loss).startswith("loss_") else f"loss_{loss}"
+            template = getattr(losses, key, None)
+            if not isinstance(template, loss_template):
+                raise onnx_import_error(f"{self.name}: no loss named {loss!r}")
+            net_type = template[net_type]
+        net = net_type()
+        # set the layers up with one sample, then put the graph's weights in
+        shape = self.shapes[self._input()[0]]
+        sample = np.zeros((1,) + tuple(shape[1:]) + (1,) * (4 - len(shape)), np.float32)
+        node = net.subnet_node() if loss is not None else net
+        node.forward(net.to_tensor(sample))
+        computational = [n for n in reversed(node.layers()) if isinstance(n, add_layer)]
+        for n, (obj, setter, values) in zip(computational, steps):
+            if setter is not None:
+                try:
+                    setter(n.layer_details(), values)
+                except ValueError as e:
+                    raise onnx_import_error(f"{self.name}: {type(obj).__name__}: {e}") from None
+        return net
+
+
+def _write(dest, values, what):
+    v = dest.host()
+    a = np.asarray(values, np.float32)
+    if a.size != v.size:
+        raise ValueError(f"{what}: the graph has {a.size} values ({a.shape}) where the layer has "
+                         f"{v.size} ({v.shape})")
+    v.reshape(-1)[...] = a.reshape(-1)
+
+
+def _set_conv(d, values):
+    _write(d.get_filters(), values["filters"], "filters")
+    if values["bias"] is not None:
+        _write(d.get_biases(), values["bias"], "bias")
+
+
+def _set_fc(d, values):
+    w = values["weights"]                                # (inputs, outputs): dlib's layout
+    _write(d.get_weights(), w, "weights")
+    if values["bias"] is not None:
+        _write(d.get_biases(), values["bias"], "bias")
+    else:
+        _write(d.get_biases(), np.zeros(w.shape[1], np.float32), "bias")
+
+
+def _set_affine(d, values):
+    _write(d.get_gamma(), values["gamma"], "gamma")
+    _write(d.get_beta(), values["beta"], "beta")

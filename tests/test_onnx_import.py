@@ -1,0 +1,141 @@
+"""dnnpy.onnx.import_model: ONNX graphs (torch's exporter, dnnpy's own) read as dnnpy nets,
+checked against onnxruntime on the same graph.
+
+Tolerance: |dnnpy - ort| <= 1e-5 * max(1, max|ort|): both compute in float32 in a different
+order (observed <= 6e-8 here); a wrong mapping (padding, layout, a transposed weight) is off
+by far more. Skipped without onnx / onnxruntime; the torch-built models without torch."""
+
+import io
+import re
+
+import numpy as np
+import pytest
+
+import dnnpy
+from dnnpy.examples import autoencoder, dnn_introduction
+from dnnpy.onnx import export_bytes, import_model, onnx_import_error
+from helpers import ort_session
+
+onnx = pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+helper, numpy_helper = onnx.helper, onnx.numpy_helper
+
+RTOL = 1e-5
+
+
+def _close(ours, ref):
+    ours, ref = np.asarray(ours, np.float32).reshape(ref.shape), np.asarray(ref)
+    assert np.abs(ours - ref).max() <= RTOL * max(1.0, float(np.abs(ref).max()))
+
+
+def _run(data, x):
+    return ort_session(data).run(None, {ort_session(data).get_inputs()[0].name: x})[0]
+
+
+def _torch_onnx(model, x, **kwargs):
+    torch = pytest.importorskip("torch")
+    f = io.BytesIO()
+    torch.onnx.export(model.eval(), torch.from_numpy(x), f, input_names=["x"], output_names=["y"],
+                      dynamic_axes={"x": {0: "N"}}, opset_version=17, dynamo=False, **kwargs)
+    return f.getvalue()
+
+
+def test_torch_lenet_equals_onnxruntime():
+    torch = pytest.importorskip("torch")
+    nn = torch.nn
+    torch.manual_seed(0)
+    lenet = nn.Sequential(nn.Conv2d(1, 6, 5, 1, 2), nn.ReLU(), nn.MaxPool2d(2, 2),
+                          nn.Conv2d(6, 16, 5, 1, 2), nn.ReLU(), nn.MaxPool2d(2, 2), nn.Flatten(),
+                          nn.Linear(784, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, 10))
+    x = np.random.default_rng(0).standard_normal((3, 1, 28, 28)).astype(np.float32)
+    data = _torch_onnx(lenet, x)
+    net = import_model(data)
+    assert repr(net.net_type) == ("fc[10, relu[fc[84, relu[fc[120, max_pool[2, 2, 2, 2, relu[con[16, 5, 5, 1, 1, "
+                                  "max_pool[2, 2, 2, 2, relu[con[6, 5, 5, 1, 1, input_tensor]]]]]]]]]]]")
+    _close(net(x), _run(data, x))
+    # with a loss on top: the labels are the argmax of the graph's output
+    classifier = import_model(data, loss="multiclass_log")
+    assert list(classifier(x)) == list(_run(data, x).argmax(axis=1))
+
+
+def test_torch_chain_with_bn_pools_and_activations_equals_onnxruntime():
+    torch = pytest.importorskip("torch")
+    nn = torch.nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c1, self.bn = nn.Conv2d(3, 8, 3, 2, 1), nn.BatchNorm2d(8)
+            self.c2, self.fc = nn.Conv2d(8, 4, 3, 1, 1), nn.Linear(4 * 8 * 8, 5)
+
+        def forward(self, x):
+            x = torch.relu(self.bn(self.c1(x)))
+            x = nn.functional.leaky_relu(self.c2(x), 0.2)
+            x = nn.functional.avg_pool2d(x, 2, 2)
+            x = x.view(x.size(0), -1)          # exported as Shape/Gather/Unsqueeze/Concat/Reshape
+            return torch.softmax(torch.sigmoid(self.fc(x)), dim=1)
+
+    torch.manual_seed(1)
+    m = Net()
+    with torch.no_grad():
+        m.bn.running_mean.uniform_(-1, 1), m.bn.running_var.uniform_(0.5, 2), m.bn.weight.uniform_(0.5, 1.5)
+    x = np.random.default_rng(1).standard_normal((2, 3, 32, 32)).astype(np.float32)
+    for kept in (False, True):          # bn folded into the conv by the exporter, or kept
+        data = _torch_onnx(m, x, do_constant_folding=not kept,
+                           training=torch.onnx.TrainingMode.PRESERVE if kept else torch.onnx.TrainingMode.EVAL)
+        net = import_model(data)
+        assert ("affine[" in repr(net.net_type)) == kept
+        _close(net(x), _run(data, x))
+
+
+@pytest.mark.parametrize("make", [dnn_introduction.net_type, autoencoder.net_type], ids=["lenet", "autoencoder"])
+def test_dnnpy_exports_read_back(make):
+    """dnnpy's own export, imported: the same layers (over input_tensor) and outputs."""
+    net = make()
+    shape = (1, 28, 28) if make is dnn_introduction.net_type else (3, 64, 64)
+    x = np.random.default_rng(2).uniform(0, 1, (2,) + shape).astype(np.float32)
+    ours = net.subnet_node().forward(dnnpy.resizable_tensor(x)).host_read().copy()
+    data = export_bytes(net, shape)
+    back = import_model(data)
+    _close(back(x), ours)
+    _close(back(x), _run(data, x))
+    # the same layers, the input layer now input_tensor (the graph takes the tensor)
+    original = re.sub(r"input(\[uint8\]|_rgb_image)", "input_tensor", repr(net.net_type.subnet))
+    assert repr(back.net_type) == original
+
+
+def _model(nodes, inits, in_shape=(1, 2, 6, 6), out="y", opset=17):
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["N", *in_shape[1:]])],
+        [helper.make_tensor_value_info(out, onnx.TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.asarray(v, np.float32), k) for k, v in inits.items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]).SerializeToString()
+
+
+def test_refusals_name_the_node_and_why(tmp_path):
+    w = np.ones((3, 2, 3, 3))
+    conv = _model([helper.make_node("Conv", ["x", "w"], ["y"], name="c", pads=[1, 1, 1, 1])], {"w": w})
+    _close(import_model(conv)(np.ones((1, 2, 6, 6), np.float32)), _run(conv, np.ones((1, 2, 6, 6), np.float32)))
+    cases = {
+        "pads": helper.make_node("Conv", ["x", "w"], ["y"], name="c", pads=[1, 0, 0, 1]),
+        "group": helper.make_node("Conv", ["x", "w1"], ["y"], name="c", group=2),
+        "dilations": helper.make_node("Conv", ["x", "w"], ["y"], name="c", dilations=[2, 2]),
+        "no dlib layer": helper.make_node("Hardmax", ["x"], ["y"], name="h"),
+    }
+    for why, node in cases.items():
+        with pytest.raises(onnx_import_error, match=rf"node (c|h) \({node.op_type}\).*{why}"):
+            import_model(_model([node], {"w": w, "w1": np.ones((2, 1, 3, 3))}))
+    branches = _model([helper.make_node("Relu", ["x"], ["a"], name="r"),
+                       helper.make_node("Add", ["a", "x"], ["y"], name="add")], {})
+    with pytest.raises(onnx_import_error, match=r"node add \(Add\).*straight chains"):
+        import_model(branches)
+    with pytest.raises(onnx_import_error, match="opset 9"):
+        import_model(_model([helper.make_node("Relu", ["x"], ["y"])], {}, opset=9))
+    path = tmp_path / "cut.onnx"
+    path.write_bytes(conv[:len(conv) // 2])
+    with pytest.raises(onnx_import_error, match=r"cut\.onnx: not a readable ONNX model"):
+        import_model(path)
+    with pytest.raises(onnx_import_error, match="cannot read"):
+        import_model(tmp_path / "missing.onnx")
+    with pytest.raises(onnx_import_error, match="no loss named"):
+        import_model(conv, loss="nonsense")
