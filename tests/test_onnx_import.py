@@ -88,6 +88,43 @@ def test_torch_chain_with_bn_pools_and_activations_equals_onnxruntime():
         _close(net(x), _run(data, x))
 
 
+def test_torch_resnet_blocks_equal_onnxruntime():
+    """Residual blocks: identity shortcuts (add_prev1 over tag1) and downsampling ones with a
+    1x1 convolution and batch norm on the shortcut (add_prev2 over skip1 and tag2), bn kept
+    as affine, a global average pool and an fc."""
+    torch = pytest.importorskip("torch")
+    nn = torch.nn
+
+    class Block(nn.Module):
+        def __init__(self, c_in, c_out, stride):
+            super().__init__()
+            self.c1, self.b1 = nn.Conv2d(c_in, c_out, 3, stride, 1, bias=False), nn.BatchNorm2d(c_out)
+            self.c2, self.b2 = nn.Conv2d(c_out, c_out, 3, 1, 1, bias=False), nn.BatchNorm2d(c_out)
+            self.down = None if stride == 1 and c_in == c_out else nn.Sequential(
+                nn.Conv2d(c_in, c_out, 1, stride, bias=False), nn.BatchNorm2d(c_out))
+
+        def forward(self, x):
+            y = self.b2(self.c2(torch.relu(self.b1(self.c1(x)))))
+            return torch.relu(y + (x if self.down is None else self.down(x)))
+
+    torch.manual_seed(4)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, 1, 1), nn.BatchNorm2d(8), nn.ReLU(), Block(8, 8, 1),
+                          Block(8, 16, 2), Block(16, 16, 1), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                          nn.Linear(16, 4))
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                m.running_mean.uniform_(-0.5, 0.5), m.running_var.uniform_(0.5, 2), m.weight.uniform_(0.5, 1.5)
+    x = np.random.default_rng(4).standard_normal((2, 3, 16, 16)).astype(np.float32)
+    for kept in (False, True):
+        data = _torch_onnx(model, x, do_constant_folding=not kept,
+                           training=torch.onnx.TrainingMode.PRESERVE if kept else torch.onnx.TrainingMode.EVAL)
+        net = import_model(data)
+        text = repr(net.net_type)
+        assert text.count("add_prev1[") == 2 and text.count("add_prev2[") == 1 and "skip1[" in text
+        _close(net(x), _run(data, x))
+
+
 @pytest.mark.parametrize("make", [dnn_introduction.net_type, autoencoder.net_type], ids=["lenet", "autoencoder"])
 def test_dnnpy_exports_read_back(make):
     """dnnpy's own export, imported: the same layers (over input_tensor) and outputs."""
@@ -125,10 +162,15 @@ def test_refusals_name_the_node_and_why(tmp_path):
     for why, node in cases.items():
         with pytest.raises(onnx_import_error, match=rf"node (c|h) \({node.op_type}\).*{why}"):
             import_model(_model([node], {"w": w, "w1": np.ones((2, 1, 3, 3))}))
-    branches = _model([helper.make_node("Relu", ["x"], ["a"], name="r"),
+    residual = _model([helper.make_node("Relu", ["x"], ["a"], name="r"),
                        helper.make_node("Add", ["a", "x"], ["y"], name="add")], {})
-    with pytest.raises(onnx_import_error, match=r"node add \(Add\).*straight chains"):
-        import_model(branches)
+    x = np.random.default_rng(3).standard_normal((2, 2, 6, 6)).astype(np.float32)
+    assert repr(import_model(residual).net_type) == "add_prev1[relu[tag1[input_tensor]]]"
+    _close(import_model(residual)(x), _run(residual, x))
+    product = _model([helper.make_node("Relu", ["x"], ["a"], name="r"),
+                      helper.make_node("Mul", ["a", "x"], ["y"], name="mul")], {})
+    with pytest.raises(onnx_import_error, match=r"node mul \(Mul\): reads 2 tensors"):
+        import_model(product)
     with pytest.raises(onnx_import_error, match="opset 9"):
         import_model(_model([helper.make_node("Relu", ["x"], ["y"])], {}, opset=9))
     path = tmp_path / "cut.onnx"

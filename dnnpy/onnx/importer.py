@@ -3,8 +3,8 @@
     net = dnnpy.onnx.import_model("lenet.onnx")           # fc[10, relu[fc[84, ... input_tensor]]]
     scores = net(batch)                                     # (N, k, nr, nc): the graph's output
 
-The graph must be what dlib's layers express; this version reads straight chains (every node
-reads the previous node's output): Conv (one group, no dilation, symmetric padding),
+The graph must be what dlib's layers express; this version reads chains (every node
+reads one tensor) and residual blocks (the Add of two branches from one tensor): Conv (one group, no dilation, symmetric padding),
 ConvTranspose (one group, no output padding), Gemm and MatMul (+ a constant Add: the bias) as
 ``fc``, BatchNormalization as ``affine`` (its inference form), Relu, LeakyRelu, PRelu (one
 slope), Elu, Sigmoid, Tanh, Clip (0 .. ceiling), Mish, Softmax (over the channels), MaxPool and
@@ -31,7 +31,8 @@ import numpy as np
 from .. import layers, loss as losses
 from ..core import add_layer
 from ..inputs import input_tensor
-from ..templates import loss_template
+from ..layers import merge
+from ..templates import loss_template, skip_templates, tag_templates
 
 __all__ = ["import_model", "onnx_import_error", "OPSET_RANGE"]
 
@@ -104,6 +105,8 @@ class _Importer:
                 a = node.attribute[0]
                 if a.name == "value":
                     self.consts[node.output[0]] = numpy_helper.to_array(a.t)
+            elif node.op_type == "Identity" and node.input[0] in self.consts:
+                self.consts[node.output[0]] = self.consts[node.input[0]]     # a shared weight
         self.shapes = {}
         for v in list(self.graph.input) + list(self.graph.value_info) + list(self.graph.output):
             dims = v.type.tensor_type.shape.dim
@@ -149,39 +152,111 @@ class _Importer:
         return skip
 
     def net(self, loss):
-        current, shape = self._input()
-        skip = self._shape_only()
-        steps = []                       # (layer object, weight setter or None)
-        pending_fc = None                # a MatMul's fc, whose bias a following Add may give
+        self.input_name, _ = self._input()
+        self.skip = self._shape_only()
+        self.producer = {}
         for node in self.graph.node:
-            if (node.output and node.output[0] in skip) or (node.op_type == "Constant"
-                                                             and node.output[0] in self.consts):
-                continue
-            data_inputs = [i for i in node.input if i and i not in self.consts]
-            if node.op_type == "Reshape":
-                data_inputs = node.input[:1]
-            if data_inputs != [current]:
-                raise self.fail(node, f"reads {data_inputs}, not the previous node's output {current!r}: "
-                                      f"dnnpy reads straight chains of nodes for now (branches, "
-                                      f"residuals and concatenations come next)")
-            if node.op_type == "Add" and pending_fc is not None:
-                bias = self.consts[next(i for i in node.input if i in self.consts)].reshape(-1)
-                pending_fc[2]["bias"] = bias.astype(np.float32)
-                pending_fc = None
-                current = node.output[0]
-                continue
-            pending_fc = None
-            step = self._step(node, shape)
+            for o in node.output:
+                self.producer[o] = node
+        outputs = [o.name for o in self.graph.output]
+        if len(outputs) != 1:
+            raise onnx_import_error(f"{self.name}: the graph has {len(outputs)} outputs ({outputs}); "
+                                    f"dnnpy reads graphs with one")
+        return self._build(self._steps(outputs[0]), loss)
+
+    def _data_inputs(self, node):
+        if node.op_type == "Reshape":
+            return list(node.input[:1])
+        return [i for i in node.input if i and i not in self.consts]
+
+    def _parent(self, name):
+        """The one data input of the node making ``name``; None for the graph's input, a
+        junction (a node with two data inputs) or a name nothing makes."""
+        node = self.producer.get(name)
+        if node is None:
+            return None
+        inputs = self._data_inputs(node)
+        return inputs[0] if len(inputs) == 1 else None
+
+    def _steps(self, name):
+        """The steps that make tensor ``name`` from the graph's input: ``("layer", object,
+        setter, values)``, ``("tag", k)``, ``("skip", k)``, ``("add_prev", k)``."""
+        if name == self.input_name:
+            return []
+        node = self.producer.get(name)
+        if node is None:
+            raise onnx_import_error(f"{self.name}: the tensor {name!r} is neither made by a node nor "
+                                    f"the graph's input")
+        inputs = self._data_inputs(node)
+        if node.op_type == "Add" and len(inputs) == 2:
+            return self._residual(node, *inputs)
+        if len(inputs) != 1:
+            raise self.fail(node, f"reads {len(inputs)} tensors {inputs}: dnnpy reads chains of "
+                                  f"one-input nodes and the Add of two branches (residuals)")
+        steps = self._steps(inputs[0])
+        if node.op_type == "Add":       # a constant added: the bias of the fc before it
+            last = steps[-1] if steps else None
+            if last is None or last[0] != "layer" or last[3] is None or last[3].get("bias_of") != "MatMul":
+                raise self.fail(node, "adds a constant to something other than a MatMul's output; "
+                                      "dnnpy reads that as an fc's bias only")
+            last[3]["bias"] = self.consts[next(i for i in node.input if i in self.consts)].reshape(-1)
+            last[3]["bias_of"] = None
+            return steps
+        step = self._step(node, self.shapes.get(inputs[0], ()))
+        return steps + ([("layer",) + step] if step is not None else [])
+
+    def _branch(self, start, end):
+        """The tensors from ``start`` (excluded) back to... the chain ``end``'s producers walk
+        back to ``start``: the names in order from ``start`` to ``end``, or None."""
+        chain, t = [], end
+        while t != start:
+            chain.append(t)
+            t = self._parent(t)
+            if t is None:
+                return None
+        return chain[::-1]
+
+    def _ancestors(self, name):
+        out, t = [name], name
+        while True:
+            t = self._parent(t)
+            if t is None:
+                return out
+            out.append(t)
+
+    def _residual(self, node, a, b):
+        """``a + b`` where both are chains from one tensor f (one may be f itself): dlib's
+        ``add_prev1<branch<tag1<f>>>``, or, when both branches have layers,
+        ``add_prev2<shortcut<skip1<tag2<branch<tag1<f>>>>>>``."""
+        in_b = set(self._ancestors(b))
+        fork = next((t for t in self._ancestors(a) if t in in_b), None)
+        if fork is None:
+            raise self.fail(node, f"adds {a!r} and {b!r}, which do not come from one tensor by chains "
+                                  f"of one-input nodes (nested branches are not read yet)")
+        long, short = self._branch(fork, a), self._branch(fork, b)
+        if len(short) > len(long):
+            long, short = short, long
+        steps = self._steps(fork) + [("tag", 1)]
+        steps += self._chain_steps(long)
+        if not short:
+            return steps + [("add_prev", 1)]
+        steps += [("tag", 2), ("skip", 1)] + self._chain_steps(short)
+        return steps + [("add_prev", 2)]
+
+    def _chain_steps(self, names):
+        steps = []
+        for name in names:
+            node = self.producer[name]
+            if node.op_type == "Add":
+                if steps and steps[-1][3] is not None and steps[-1][3].get("bias_of") == "MatMul":
+                    steps[-1][3]["bias"] = self.consts[next(i for i in node.input if i in self.consts)].reshape(-1)
+                    steps[-1][3]["bias_of"] = None
+                    continue
+                raise self.fail(node, "adds a constant to something other than a MatMul's output")
+            step = self._step(node, self.shapes.get(self._data_inputs(node)[0], ()))
             if step is not None:
-                steps.append(step)
-                if node.op_type == "MatMul":
-                    pending_fc = step
-            current = node.output[0]
-            shape = self.shapes.get(current, shape)
-        if current not in [o.name for o in self.graph.output]:
-            raise onnx_import_error(f"{self.name}: the chain ends at {current!r}, which is not the graph's "
-                                    f"output {[o.name for o in self.graph.output]}")
-        return self._build(steps, loss)
+                steps.append(("layer",) + step)
+        return steps
 
     # -- one node -----------------------------------------------------------------------------
     def _attrs(self, node):
@@ -252,7 +327,8 @@ class _Importer:
             bias = None
             if op == "Gemm" and len(node.input) > 2 and node.input[2]:
                 bias = self._const(node, 2, "bias").reshape(-1).astype(np.float32)
-            return (layers.fc_(w.shape[1]), _set_fc, {"weights": w, "bias": bias})
+            return (layers.fc_(w.shape[1]), _set_fc,
+                    {"weights": w, "bias": bias, "bias_of": op if op == "MatMul" else None})
         if op == "BatchNormalization":
             scale, b, mean, var = (self._const(node, i, n).astype(np.float64)
                                    for i, n in ((1, "scale"), (2, "bias"), (3, "mean"), (4, "variance")))
@@ -304,9 +380,19 @@ class _Importer:
 
     # -- the net ------------------------------------------------------------------------------
     def _build(self, steps, loss):
-        net_type = input_tensor
-        for obj, _, _ in steps:
-            net_type = add_layer[obj, net_type]
+        net_type, made = input_tensor, []
+        for step in steps:
+            kind = step[0]
+            if kind == "layer":
+                net_type = add_layer[step[1], net_type]
+                made.append(step)
+            elif kind == "tag":
+                net_type = tag_templates[step[1] - 1][net_type]
+            elif kind == "skip":
+                net_type = skip_templates[step[1] - 1][net_type]
+            else:
+                net_type = getattr(merge, f"add_prev{step[1]}")[net_type]
+                made.append(("layer", None, None, None))
         if loss is not None:
             key = loss if str(loss).startswith("loss_") else f"loss_{loss}"
             template = getattr(losses, key, None)
@@ -315,12 +401,12 @@ class _Importer:
             net_type = template[net_type]
         net = net_type()
         # set the layers up with one sample, then put the graph's weights in
-        shape = self.shapes[self._input()[0]]
+        shape = self.shapes[self.input_name]
         sample = np.zeros((1,) + tuple(shape[1:]) + (1,) * (4 - len(shape)), np.float32)
         node = net.subnet_node() if loss is not None else net
         node.forward(net.to_tensor(sample))
         computational = [n for n in reversed(node.layers()) if isinstance(n, add_layer)]
-        for n, (obj, setter, values) in zip(computational, steps):
+        for n, (_, obj, setter, values) in zip(computational, made):
             if setter is not None:
                 try:
                     setter(n.layer_details(), values)
