@@ -3,9 +3,9 @@
     net = dnnpy.onnx.import_model("lenet.onnx")           # fc[10, relu[fc[84, ... input_tensor]]]
     scores = net(batch)                                     # (N, k, nr, nc): the graph's output
 
-The graph must be what dlib's layers express; this version reads chains (every node
-reads one tensor) and residual blocks (the Add of two branches from one tensor): Conv (one group, no dilation, symmetric padding),
-ConvTranspose (one group, no output padding), Gemm and MatMul (+ a constant Add: the bias) as
+The graph must be what dlib's layers express; this version reads chains (every node reads
+one tensor) and residual blocks (the Add of two branches from one tensor, as dlib's tag and
+add_prev layers), of: Conv (one group, no dilation, symmetric padding), ConvTranspose (one group, no output padding), Gemm and MatMul (+ a constant Add: the bias) as
 ``fc``, BatchNormalization as ``affine`` (its inference form), Relu, LeakyRelu, PRelu (one
 slope), Elu, Sigmoid, Tanh, Clip (0 .. ceiling), Mish, Softmax (over the channels), MaxPool and
 AveragePool (symmetric padding; an average excludes the padding, as dlib's), GlobalAveragePool,
