@@ -51,6 +51,7 @@ from .data import (average_precision, bpe_tokenizer, load_image_dataset, randomi
 from .landmarks import shape_predictor
 from .object_detector import fhog_object_detector, get_frontal_face_detector, simple_object_detector
 from .faces import jitter_image, save_face_chip, save_face_chips
+from .cpp import cpp_declaration, cpp_type
 from . import face_recognition  # noqa: E402  (the face_recognition package's API)
 from .image import get_face_chip, get_face_chips, load_rgb_image, save_image
 from .data import chinese_whispers_clustering
@@ -81,7 +82,7 @@ __all__ = [
     "from_bytes",
     "dnn_trainer", "TrainingDivergedError", "randomize_samples", "load_image_dataset", "shape_predictor",
     "fhog_object_detector", "simple_object_detector", "get_frontal_face_detector",
-    "jitter_image", "save_face_chip", "save_face_chips",
+    "jitter_image", "save_face_chip", "save_face_chips", "cpp_type", "cpp_declaration",
     "get_face_chip", "get_face_chips", "load_rgb_image", "save_image", "chinese_whispers_clustering",
     "cnn_face_detection_model_v1", "face_recognition_model_v1", "mmod_rectangle", "mmod_rectangles",
     "test_object_detection_function", "average_precision", "bpe_tokenizer", "running_stats", "running_stats_decayed", "running_gradient",

@@ -26,6 +26,10 @@
     ``--keep-params`` checks the parameters ``setup`` writes instead of random ones. Exit
     status 0 when the layer passes, 1 otherwise.
 
+``dnnpy import MODEL.onnx -o NET.dat [--loss multiclass_log]``
+    Read an ONNX model as a dnnpy net (``dnnpy.onnx.import_model``) and write it in dlib's
+    format, with the C++ declaration that reads it beside it (``NET.hpp``, also printed).
+
 ``dnnpy face-recognition KNOWN_PEOPLE_FOLDER IMAGE_TO_CHECK`` and ``dnnpy face-detection IMAGE_TO_CHECK``
     The ``face_recognition`` package's command lines (``dnnpy.face_recognition_cli``).
 
@@ -56,10 +60,12 @@ from . import __version__, face_recognition_cli, layers
 from .core import net_node
 from .errors import SerializationError
 from .layers.base import computational_layer
-from .onnx import export as onnx_export
+from .atomic import atomic_write
+from .cpp import cpp_declaration
+from .onnx import export as onnx_export, import_model
 from .parsing import net_type_from_string
 from .serialization.files import (build_header_net, deserialize, header_net_type, load, not_a_net_reason, read_header, read_source,
-                                  solver_classes, to_bytes)
+                                  serialize, solver_classes, to_bytes)
 from .serialization.primitives import Reader
 from .templates import skip_templates, tag_templates
 from .testing import test_layer
@@ -363,6 +369,22 @@ def _export(args, out):
     return 0
 
 
+def _import(args, out):
+    """``dnnpy import MODEL.onnx -o NET.dat``: the net in dlib's format, and beside it
+    (``NET.hpp``) the C++ declaration that reads it; the declaration is printed too."""
+    net = import_model(args.file, loss=args.loss)
+    declaration = cpp_declaration(net)            # refused layers fail before anything is written
+    serialize(net, args.output, format="dlib")
+    header = os.path.splitext(args.output)[0] + ".hpp"
+    atomic_write(header, (f"// dlib's type of {os.path.basename(args.output)}, written by dnnpy import "
+                          f"from {os.path.basename(args.file)}:\n// net_type net; "
+                          f"dlib::deserialize(\"{os.path.basename(args.output)}\") >> net;\n"
+                          + declaration).encode())
+    print(f"wrote {args.output} (dlib's format) and {header}:\n", file=out)
+    print(declaration, file=out)
+    return 0
+
+
 # ----------------------------------------------------------------------------------------
 # test-layer
 
@@ -433,6 +455,13 @@ def _parser():
     e.add_argument("--dropout", default="error", choices=["error", "multiply"])
     e.add_argument("--bn", default="error", choices=["error", "running_stats"])
     e.add_argument("--import", dest="imports", **imp)
+    m = sub.add_parser("import", help="read an ONNX model as a dnnpy net and write it in dlib's format, "
+                                      "with the C++ declaration that reads it")
+    m.add_argument("file", help="the .onnx model")
+    m.add_argument("-o", "--output", required=True, help="the dlib-format file to write (e.g. net.dat); "
+                                                          "the C++ declaration goes beside it (net.hpp)")
+    m.add_argument("--loss", default=None, help="a loss layer on top, e.g. multiclass_log")
+    m.add_argument("--import", dest="imports", **imp)
     face_recognition_cli.add_commands(sub)
     return p
 
@@ -451,6 +480,8 @@ def main(argv=None) -> int:
             return _info(args, sys.stdout)
         if args.command == "export":
             return _export(args, sys.stdout)
+        if args.command == "import":
+            return _import(args, sys.stdout)
         return _test_layer(args, sys.stdout, modules)
     except (SerializationError, ValueError, TypeError) as e:
         print(f"dnnpy {args.command}: error: {e}", file=sys.stderr)

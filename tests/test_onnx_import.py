@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import dnnpy
+from dnnpy import cli, cpp
 from dnnpy.examples import autoencoder, dnn_introduction
 from dnnpy.onnx import export_bytes, import_model, onnx_import_error
 from helpers import ort_session
@@ -181,3 +182,26 @@ def test_refusals_name_the_node_and_why(tmp_path):
         import_model(tmp_path / "missing.onnx")
     with pytest.raises(onnx_import_error, match="no loss named"):
         import_model(conv, loss="nonsense")
+
+
+def test_import_command_writes_dlibs_file_and_the_cpp_declaration(tmp_path, capsys):
+    """``dnnpy import`` writes the net in dlib's format, which dnnpy reads back with the type
+    it printed, and the C++ declaration beside it (compiled against dlib in the dlib_cpp
+    suite: tests/dlib_cpp/test_onnx_import_in_dlib.py)."""
+    w = np.random.default_rng(6).standard_normal((3, 2, 3, 3))
+    data = _model([helper.make_node("Conv", ["x", "w"], ["c"], name="c", pads=[1, 1, 1, 1]),
+                   helper.make_node("Relu", ["c"], ["r"]), helper.make_node("Add", ["r", "c"], ["y"])],
+                  {"w": w})
+    (tmp_path / "m.onnx").write_bytes(data)
+    assert cli.main(["import", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "m.dat")]) == 0
+    text = capsys.readouterr().out
+    declaration = ("using net_type = dlib::add_prev1<dlib::relu<dlib::tag1<dlib::con<3,3,3,1,1,"
+                   "dlib::input_tensor>>>>;")
+    assert declaration in text and declaration in (tmp_path / "m.hpp").read_text()
+    net = import_model(data)
+    back = dnnpy.deserialize(tmp_path / "m.dat", net.net_type())
+    x = np.random.default_rng(7).standard_normal((2, 2, 6, 6)).astype(np.float32)
+    _close(back(x), _run(data, x))
+    assert cpp.cpp_type(import_model(data, loss="multiclass_log")).startswith("dlib::loss_multiclass_log<")
+    with pytest.raises(ValueError, match=r"layer<1> bn_: no C\+\+ declaration"):
+        cpp.cpp_type(dnnpy.fc[2, dnnpy.bn_con[dnnpy.input_tensor]])

@@ -41,3 +41,9 @@ def released_files_program():
 def linear_classifier_program():
     """linear_classifier.cpp: dlib's own files of a multiclass_linear_decision_function."""
     return _built("linear_classifier", lambda b: b.build_program("linear_classifier"))
+
+
+@pytest.fixture(scope="session")
+def onnx_import_program():
+    """onnx_import.cpp: runs the nets `dnnpy import` wrote from ONNX models, as declared."""
+    return _built("onnx_import", lambda b: b.build_program("onnx_import"))

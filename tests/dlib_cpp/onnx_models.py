@@ -1,0 +1,65 @@
+"""The torch models of test_onnx_import_in_dlib.py (a module of their own so that the
+declarations in onnx_import.cpp can be regenerated: ``python tests/dlib_cpp/onnx_models.py``
+prints them)."""
+
+from __future__ import annotations
+
+import io
+
+
+def lenet(torch):
+    nn = torch.nn
+    return nn.Sequential(nn.Conv2d(1, 6, 5, 1, 2), nn.ReLU(), nn.MaxPool2d(2, 2),
+                         nn.Conv2d(6, 16, 5, 1, 2), nn.ReLU(), nn.MaxPool2d(2, 2), nn.Flatten(),
+                         nn.Linear(784, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, 10))
+
+
+def resnet(torch):
+    """Identity and downsampling residual blocks; batch norm with random statistics."""
+    nn = torch.nn
+
+    class Block(nn.Module):
+        def __init__(self, c_in, c_out, stride):
+            super().__init__()
+            self.c1, self.b1 = nn.Conv2d(c_in, c_out, 3, stride, 1), nn.BatchNorm2d(c_out)
+            self.c2, self.b2 = nn.Conv2d(c_out, c_out, 3, 1, 1), nn.BatchNorm2d(c_out)
+            self.down = None if stride == 1 and c_in == c_out else nn.Sequential(
+                nn.Conv2d(c_in, c_out, 1, stride), nn.BatchNorm2d(c_out))
+
+        def forward(self, x):
+            y = self.b2(self.c2(torch.relu(self.b1(self.c1(x)))))
+            return torch.relu(y + (x if self.down is None else self.down(x)))
+
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, 1, 1), nn.BatchNorm2d(8), nn.ReLU(), Block(8, 8, 1),
+                          Block(8, 16, 2), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 5))
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                m.running_mean.uniform_(-0.5, 0.5), m.running_var.uniform_(0.5, 2), m.weight.uniform_(0.5, 1.5)
+    return model
+
+
+MODELS = {"lenet": (lenet, (1, 28, 28)), "resnet": (resnet, (3, 16, 16))}
+
+
+def onnx_bytes(torch, name, seed=0):
+    """The model's ONNX bytes (torch's TorchScript exporter, opset 17; batch norm kept as
+    BatchNormalization nodes, dnnpy's affine)."""
+    make, shape = MODELS[name]
+    torch.manual_seed(seed)
+    model = make(torch).eval()
+    f = io.BytesIO()
+    torch.onnx.export(model, torch.zeros((1,) + shape), f, input_names=["x"], output_names=["y"],
+                      dynamic_axes={"x": {0: "N"}}, opset_version=17, dynamo=False,
+                      do_constant_folding=False, training=torch.onnx.TrainingMode.PRESERVE)
+    return f.getvalue()
+
+
+if __name__ == "__main__":
+    import torch
+
+    import dnnpy.onnx
+    from dnnpy.cpp import cpp_type
+    for name in MODELS:
+        net = dnnpy.onnx.import_model(onnx_bytes(torch, name), loss="multiclass_log")
+        print(f"// DECLARATION {name}\nusing {name}_type = {cpp_type(net)};")
