@@ -86,15 +86,19 @@ def _targets(path):
 
 
 def _run(function, images, cpus):
-    """``function`` on every image, here or in a pool of ``cpus`` processes."""
+    """``function`` (image -> its output lines) on every image, here or in a pool of ``cpus``
+    processes; the lines are printed here, in the images' order (a worker's own stdout may
+    not be this process's)."""
     if cpus == 1 or len(images) <= 1:
-        for image in images:
-            function(image)
-        return
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("forkserver" if "forkserver" in methods else None)
-    with context.Pool(processes=None if cpus == -1 else cpus) as pool:
-        pool.map(function, images)
+        results = map(function, images)
+    else:
+        methods = multiprocessing.get_all_start_methods()
+        context = multiprocessing.get_context("forkserver" if "forkserver" in methods else None)
+        with context.Pool(processes=None if cpus == -1 else cpus) as pool:
+            results = pool.map(function, images)
+    for lines in results:
+        for line in lines:
+            print(line, flush=True)
 
 
 def scan_known_people(known_people_folder):
@@ -115,30 +119,32 @@ def scan_known_people(known_people_folder):
     return known_names, known_face_encodings
 
 
-def _print_result(filename, name, distance, show_distance=False):
-    print(f"{filename},{name},{distance}" if show_distance else f"{filename},{name}", flush=True)
+def _result(filename, name, distance, show_distance=False):
+    return f"{filename},{name},{distance}" if show_distance else f"{filename},{name}"
 
 
 def _test_image(image_to_check, known_names, known_face_encodings, tolerance, show_distance):
+    """The output lines for one image to check."""
     unknown_image = _load(image_to_check)
     if unknown_image is None:
-        return
+        return []
     if max(unknown_image.shape) > 1600:       # scaled down as the package does
         pil_img = Image.fromarray(unknown_image)
         pil_img.thumbnail((1600, 1600), Image.LANCZOS)
         unknown_image = np.array(pil_img)
+    lines = []
     unknown_encodings = face_recognition.face_encodings(unknown_image)
     for unknown_encoding in unknown_encodings:
         distances = face_recognition.face_distance(known_face_encodings, unknown_encoding)
         result = list(distances <= tolerance)
         if True in result:
-            for is_match, name, distance in zip(result, known_names, distances):
-                if is_match:
-                    _print_result(image_to_check, name, distance, show_distance)
+            lines += [_result(image_to_check, name, distance, show_distance)
+                      for is_match, name, distance in zip(result, known_names, distances) if is_match]
         else:
-            _print_result(image_to_check, "unknown_person", None, show_distance)
+            lines.append(_result(image_to_check, "unknown_person", None, show_distance))
     if not unknown_encodings:
-        _print_result(image_to_check, "no_persons_found", None, show_distance)
+        lines.append(_result(image_to_check, "no_persons_found", None, show_distance))
+    return lines
 
 
 def face_recognition_command(args) -> int:
@@ -151,11 +157,12 @@ def face_recognition_command(args) -> int:
 
 
 def _detect_image(image_to_check, model, upsample):
+    """The output lines for one image: ``file,top,right,bottom,left`` per face."""
     image = _load(image_to_check)
     if image is None:
-        return
-    for top, right, bottom, left in face_recognition.face_locations(image, upsample, model):
-        print(f"{image_to_check},{top},{right},{bottom},{left}", flush=True)
+        return []
+    return [f"{image_to_check},{top},{right},{bottom},{left}"
+            for top, right, bottom, left in face_recognition.face_locations(image, upsample, model)]
 
 
 def face_detection_command(args) -> int:
