@@ -19,9 +19,12 @@ numpy passes:
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 from ..errors import SerializationError
+from ..tensor_tools.threads import get_num_threads
 
 __all__ = ["token_starts", "decode_ints", "encode_ints", "to_floats", "from_floats"]
 
@@ -86,13 +89,14 @@ def token_starts(b: np.ndarray, what: str, offset: int = 0, partial: bool = Fals
     out = np.flatnonzero(is_start[:n].view(bool))       # 4x faster than on uint8
     del is_start
     # the chain must be unbroken: each start is the previous one plus its length
-    first_bad = None
-    for lo in range(0, len(out) - 1, _CHUNK):
+
+    def first_break(lo):
         at = out[lo:lo + _CHUNK + 1]
         bad = at[1:] != at[:-1] + step[at[:-1]]
-        if bad.any():
-            first_bad = lo + int(np.argmax(bad))
-            break
+        return lo + int(np.argmax(bad)) if bad.any() else None
+
+    breaks = _map_chunks(first_break, range(0, len(out) - 1, _CHUNK))
+    first_bad = next((i for i in breaks if i is not None), None)
     if partial:     # up to the first break in the chain or the first byte that is no control byte
         out = out if first_bad is None else out[:first_bad + 1]
         valid = _control_ok(b[out])
@@ -151,7 +155,8 @@ def decode_ints(b: np.ndarray, starts: np.ndarray, what: str = "the data", offse
         padded[:len(b) - first] = b[first:]
         out[tail:] = decode_ints(padded, starts[tail:] - first, what, offset + first)
     shifted = [b[1 + j:] for j in range(8)]
-    for lo in range(0, tail, _CHUNK):      # chunks: small temporaries, in cache
+
+    def decode_chunk(lo):
         at = starts[lo:min(lo + _CHUNK, tail)]
         control = b[at]
         valid = _control_ok(control)
@@ -179,7 +184,20 @@ def decode_ints(b: np.ndarray, starts: np.ndarray, what: str = "the data", offse
                                          f"does not fit in 64 bits")
             chunk[wide] = big.astype(np.int64)
         np.negative(chunk, out=chunk, where=(control & 0x80) != 0)
+
+    _map_chunks(decode_chunk, range(0, tail, _CHUNK))     # each writes its own part of out
     return out
+
+
+def _map_chunks(function, chunks):
+    """``[function(lo) for lo in chunks]``, on ``dnnpy.get_num_threads()`` threads (numpy
+    releases the GIL in its loops; a chunk's temporaries stay in cache); the first exception
+    in chunk order is raised."""
+    workers = min(get_num_threads(), len(chunks))
+    if workers <= 1:
+        return [function(lo) for lo in chunks]
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dnnpy-packed") as pool:
+        return list(pool.map(function, chunks))
 
 
 def encode_ints(values: np.ndarray) -> bytes:
