@@ -10,7 +10,7 @@ that dlib keeps in the object rather than the type (``leaky_relu``'s alpha, ``af
 ``prelu``'s slope) travel in the file. Layers written with dlib's aliases where those mean the
 same layer (``con<16,5,5,1,1,...>`` when the padding is dlib's default), else as
 ``add_layer<con_<16,5,5,1,1,2,2>,...>``. The layers covered are those an ONNX import makes
-(convolutions, fc, affine, the activations, pooling, tags, skips, add_prev) and the losses
+(convolutions, fc, affine, the activations, pooling, tags, skips, add_prev, concat) and the losses
 without constructor state; another raises ``ValueError`` naming it.
 """
 
@@ -94,4 +94,6 @@ def _layer(d, i):
         return f"{_NS}add_layer<{_NS}{kind}<{nr},{nc},{sy},{sx},{py},{px}>,"
     if kind == "add_prev_":
         return f"{_NS}add_prev{d.tag.id}<"
+    if kind == "concat_" and 2 <= len(d.tags) <= 5:
+        return f"{_NS}concat{len(d.tags)}<" + "".join(f"{_NS}tag{t.id}," for t in d.tags)
     raise ValueError(f"cpp_type: layer<{i}> {kind}: no C++ declaration for this layer here")

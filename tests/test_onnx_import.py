@@ -126,6 +126,33 @@ def test_torch_resnet_blocks_equal_onnxruntime():
         _close(net(x), _run(data, x))
 
 
+def test_torch_concatenated_branches_equal_onnxruntime():
+    """Concat over the channels of three branches from one tensor (one of them the tensor
+    itself): dlib's concat3 over tags 4-6, the branches after skip3 back to tag3."""
+    torch = pytest.importorskip("torch")
+    nn = torch.nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem, self.a = nn.Conv2d(3, 6, 3, 1, 1), nn.Conv2d(6, 4, 1)
+            self.b1, self.b2 = nn.Conv2d(6, 5, 3, 1, 1), nn.Conv2d(5, 5, 3, 1, 1)
+            self.fc = nn.Linear(15 * 8 * 8, 3)
+
+        def forward(self, x):
+            x = torch.relu(self.stem(x))
+            y = torch.cat([torch.relu(self.a(x)), self.b2(torch.relu(self.b1(x))), x], dim=1)
+            return self.fc(nn.functional.max_pool2d(torch.relu(y), 2, 2).flatten(1))
+
+    torch.manual_seed(5)
+    x = np.random.default_rng(8).standard_normal((2, 3, 16, 16)).astype(np.float32)
+    data = _torch_onnx(Net(), x)
+    net = import_model(data)
+    assert "concat3[tag4, tag5, tag6, tag6[skip3[tag5[" in repr(net.net_type)
+    _close(net(x), _run(data, x))
+    assert "dlib::concat3<dlib::tag4,dlib::tag5,dlib::tag6,dlib::tag6<dlib::skip3<" in cpp.cpp_type(net)
+
+
 @pytest.mark.parametrize("make", [dnn_introduction.net_type, autoencoder.net_type], ids=["lenet", "autoencoder"])
 def test_dnnpy_exports_read_back(make):
     """dnnpy's own export, imported: the same layers (over input_tensor) and outputs."""

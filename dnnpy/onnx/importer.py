@@ -4,8 +4,9 @@
     scores = net(batch)                                     # (N, k, nr, nc): the graph's output
 
 The graph must be what dlib's layers express; this version reads chains (every node reads
-one tensor) and residual blocks (the Add of two branches from one tensor, as dlib's tag and
-add_prev layers), of: Conv (one group, no dilation, symmetric padding), ConvTranspose (one group, no output padding), Gemm and MatMul (+ a constant Add: the bias) as
+one tensor), residual blocks (the Add of two branches from one tensor, as dlib's tag and
+add_prev layers) and concatenations of branches from one tensor (Concat over the channels, as
+dlib's concat2..5), of: Conv (one group, no dilation, symmetric padding), ConvTranspose (one group, no output padding), Gemm and MatMul (+ a constant Add: the bias) as
 ``fc``, BatchNormalization as ``affine`` (its inference form), Relu, LeakyRelu, PRelu (one
 slope), Elu, Sigmoid, Tanh, Clip (0 .. ceiling), Mish, Softmax (over the channels), MaxPool and
 AveragePool (symmetric padding; an average excludes the padding, as dlib's), GlobalAveragePool,
@@ -31,7 +32,7 @@ import numpy as np
 from .. import layers, loss as losses
 from ..core import add_layer
 from ..inputs import input_tensor
-from ..layers import merge
+from ..layers import merge, rearrange
 from ..templates import loss_template, skip_templates, tag_templates
 
 __all__ = ["import_model", "onnx_import_error", "OPSET_RANGE"]
@@ -190,6 +191,8 @@ class _Importer:
         inputs = self._data_inputs(node)
         if node.op_type == "Add" and len(inputs) == 2:
             return self._residual(node, *inputs)
+        if node.op_type == "Concat" and len(inputs) > 1:
+            return self._concat(node, inputs)
         if len(inputs) != 1:
             raise self.fail(node, f"reads {len(inputs)} tensors {inputs}: dnnpy reads chains of "
                                   f"one-input nodes and the Add of two branches (residuals)")
@@ -242,6 +245,30 @@ class _Importer:
             return steps + [("add_prev", 1)]
         steps += [("tag", 2), ("skip", 1)] + self._chain_steps(short)
         return steps + [("add_prev", 2)]
+
+    def _concat(self, node, inputs):
+        """The channels of several branches from one tensor f, in order: dlib's
+        ``concatN<tag4..., tag(3+N)<branch_N<skip3<... tag4<branch_1<tag3<f>>>>>>>``."""
+        axis = self._attrs(node).get("axis")
+        rank = len(self.shapes.get(inputs[0], ())) or 4
+        if axis is None or axis % rank != 1:
+            raise self.fail(node, f"axis {axis}: dlib's concat_ joins channels (axis 1)")
+        if len(node.input) != len(inputs):
+            raise self.fail(node, "concatenates a constant: dlib's concat_ joins layers' outputs")
+        if not 2 <= len(inputs) <= 5:
+            raise self.fail(node, f"{len(inputs)} inputs: dlib's concat2..concat5 join 2 to 5")
+        common = set(self._ancestors(inputs[0]))
+        for name in inputs[1:]:
+            common &= set(self._ancestors(name))
+        fork = next((t for t in self._ancestors(inputs[0]) if t in common), None)
+        if fork is None:
+            raise self.fail(node, f"joins {inputs}, which do not come from one tensor by chains of "
+                                  f"one-input nodes (nested branches are not read yet)")
+        steps = self._steps(fork) + [("tag", 3)]
+        for i, name in enumerate(inputs):
+            steps += ([("skip", 3)] if i else []) + self._chain_steps(self._branch(fork, name))
+            steps.append(("tag", 4 + i))
+        return steps + [("concat", tuple(range(4, 4 + len(inputs))))]
 
     def _chain_steps(self, names):
         steps = []
@@ -390,6 +417,10 @@ class _Importer:
                 net_type = tag_templates[step[1] - 1][net_type]
             elif kind == "skip":
                 net_type = skip_templates[step[1] - 1][net_type]
+            elif kind == "concat":
+                tags = tuple(tag_templates[t - 1] for t in step[1])
+                net_type = getattr(rearrange, f"concat{len(tags)}")[(*tags, net_type)]
+                made.append(("layer", None, None, None))
             else:
                 net_type = getattr(merge, f"add_prev{step[1]}")[net_type]
                 made.append(("layer", None, None, None))
