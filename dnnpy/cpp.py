@@ -92,6 +92,12 @@ def _layer(d, i):
         if (py, px) == (_window_default(sy, nr), _window_default(sx, nc)):
             return f"{_NS}{kind[:-1]}<{nr},{nc},{sy},{sx},"
         return f"{_NS}add_layer<{_NS}{kind}<{nr},{nc},{sy},{sx},{py},{px}>,"
+    if kind == "upsample_":
+        if d.scale_y != d.scale_x:
+            return f"{_NS}add_layer<{_NS}upsample_<{d.scale_y},{d.scale_x}>,"
+        return f"{_NS}upsample<{d.scale_y},"
+    if kind == "resize_to_":
+        return f"{_NS}resize_to<{d.NR},{d.NC},"
     if kind == "add_prev_":
         return f"{_NS}add_prev{d.tag.id}<"
     if kind == "concat_" and 2 <= len(d.tags) <= 5:

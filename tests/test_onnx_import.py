@@ -153,6 +153,33 @@ def test_torch_concatenated_branches_equal_onnxruntime():
     assert "dlib::concat3<dlib::tag4,dlib::tag5,dlib::tag6,dlib::tag6<dlib::skip3<" in cpp.cpp_type(net)
 
 
+def test_torch_bilinear_resizes_equal_onnxruntime():
+    """Resize (bilinear, corners aligned) by whole factors and to a size: upsample, resize_to."""
+    torch = pytest.importorskip("torch")
+    nn = torch.nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c = nn.Conv2d(2, 3, 3, 1, 1)
+
+        def forward(self, x):
+            x = nn.functional.interpolate(torch.relu(self.c(x)), scale_factor=2, mode="bilinear",
+                                          align_corners=True)
+            return nn.functional.interpolate(x, size=(7, 9), mode="bilinear", align_corners=True)
+
+    torch.manual_seed(6)
+    x = np.random.default_rng(9).standard_normal((2, 2, 5, 6)).astype(np.float32)
+    data = _torch_onnx(Net(), x)
+    net = import_model(data)
+    assert repr(net.net_type).startswith("resize_to[7, 9, upsample[2, relu[con[")
+    _close(net(x), _run(data, x))
+    assert cpp.cpp_type(net).startswith("dlib::resize_to<7,9,dlib::upsample<2,dlib::relu<")
+    half_pixel = _torch_onnx(nn.Upsample(scale_factor=2, mode="bilinear"), x)
+    with pytest.raises(onnx_import_error, match="corners aligned"):
+        import_model(half_pixel)
+
+
 @pytest.mark.parametrize("make", [dnn_introduction.net_type, autoencoder.net_type], ids=["lenet", "autoencoder"])
 def test_dnnpy_exports_read_back(make):
     """dnnpy's own export, imported: the same layers (over input_tensor) and outputs."""

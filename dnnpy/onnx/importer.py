@@ -10,7 +10,8 @@ dlib's concat2..5), of: Conv (one group, no dilation, symmetric padding), ConvTr
 ``fc``, BatchNormalization as ``affine`` (its inference form), Relu, LeakyRelu, PRelu (one
 slope), Elu, Sigmoid, Tanh, Clip (0 .. ceiling), Mish, Softmax (over the channels), MaxPool and
 AveragePool (symmetric padding; an average excludes the padding, as dlib's), GlobalAveragePool,
-GlobalMaxPool, Flatten and Reshape before an fc (dlib's fc flattens), Dropout and Identity
+GlobalMaxPool, Resize (bilinear, corners aligned: ``upsample`` or ``resize_to``), Flatten and
+Reshape before an fc (dlib's fc flattens), Dropout and Identity
 (dropped). The shape computations exporters put in front of a Reshape (Shape, Gather,
 Unsqueeze, Concat, Constant) are ignored when they feed only its shape.
 
@@ -138,6 +139,7 @@ class _Importer:
                 consumers.setdefault(i, []).append(node.output[0] if node.output else "")
         feeds_shape = {node.input[1] for node in self.graph.node
                        if node.op_type == "Reshape" and len(node.input) > 1}
+        feeds_shape |= {i for node in self.graph.node if node.op_type == "Resize" for i in node.input[1:] if i}
         skip, changed = set(), True
         while changed:
             changed = False
@@ -166,7 +168,7 @@ class _Importer:
         return self._build(self._steps(outputs[0]), loss)
 
     def _data_inputs(self, node):
-        if node.op_type == "Reshape":
+        if node.op_type in ("Reshape", "Resize"):      # the rest is its target shape or scale
             return list(node.input[:1])
         return [i for i in node.input if i and i not in self.consts]
 
@@ -294,6 +296,15 @@ class _Importer:
             raise self.fail(node, f"its {what} must be a constant (an initializer)")
         return self.consts[node.input[i]]
 
+    def _constant_tail(self, name):
+        """The constant last input of the Concat (through Casts) that makes ``name``, or None."""
+        node = self.producer.get(name)
+        while node is not None and node.op_type == "Cast":
+            node = self.producer.get(node.input[0])
+        if node is None or node.op_type != "Concat" or node.input[-1] not in self.consts:
+            return None
+        return np.asarray(self.consts[node.input[-1]]).reshape(-1)
+
     def _pads(self, node, a, kernel):
         if a.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
             raise self.fail(node, f"auto_pad {a['auto_pad']!r}: give explicit pads")
@@ -399,6 +410,30 @@ class _Importer:
                     raise self.fail(node, "count_include_pad 1 with padding: dlib's average excludes the padding")
                 return (layers.avg_pool_(kernel[0], kernel[1], strides[0], strides[1], py, px), None, None)
             return (layers.max_pool_(kernel[0], kernel[1], strides[0], strides[1], py, px), None, None)
+        if op == "Resize":
+            mode = a.get("mode", b"nearest")
+            mode = mode.decode() if isinstance(mode, bytes) else mode
+            ctm = a.get("coordinate_transformation_mode", b"half_pixel")
+            ctm = ctm.decode() if isinstance(ctm, bytes) else ctm
+            if mode != "linear" or ctm != "align_corners":
+                raise self.fail(node, f"mode {mode!r} with {ctm!r} coordinates: dlib resizes bilinearly "
+                                      f"with the corners aligned (torch: mode='bilinear', align_corners=True)")
+            scales = self.consts.get(node.input[2]) if len(node.input) > 2 and node.input[2] else None
+            sizes = self.consts.get(node.input[3]) if len(node.input) > 3 and node.input[3] else None
+            if scales is not None and scales.size == 4:
+                sy, sx = float(scales[2]), float(scales[3])
+                if list(scales[:2]) != [1, 1] or sy != int(sy) or sx != int(sx) or sy < 1 or sx < 1:
+                    raise self.fail(node, f"scales {list(scales)}: dlib's upsample takes whole factors of H and W")
+                return (layers.upsample_(int(sy), int(sx)), None, None)
+            if sizes is not None and sizes.size == 4:
+                return (layers.resize_to_(int(sizes[2]), int(sizes[3])), None, None)
+            out = self.shapes.get(node.output[0], ())
+            if len(out) == 4 and out[2] and out[3] and not (scales is not None and scales.size):
+                return (layers.resize_to_(int(out[2]), int(out[3])), None, None)   # sizes inferred
+            tail = self._constant_tail(node.input[3]) if len(node.input) > 3 and node.input[3] else None
+            if tail is not None and tail.size >= 2:      # Concat(Shape(x)[:2], [H, W]), as exporters write
+                return (layers.resize_to_(int(tail[-2]), int(tail[-1])), None, None)
+            raise self.fail(node, "its scales or sizes must be constants of 4 values")
         if op == "GlobalAveragePool":
             return (layers.avg_pool_(0, 0, 1, 1, 0, 0), None, None)
         if op == "GlobalMaxPool":
