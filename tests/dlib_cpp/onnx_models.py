@@ -39,19 +39,43 @@ def resnet(torch):
     return model
 
 
-MODELS = {"lenet": (lenet, (1, 28, 28)), "resnet": (resnet, (3, 16, 16))}
+def inception(torch):
+    """Three branches concatenated (one of them the input of the block), bilinear resizes."""
+    nn = torch.nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem, self.a = nn.Conv2d(3, 6, 3, 1, 1), nn.Conv2d(6, 4, 1)
+            self.b1, self.b2 = nn.Conv2d(6, 5, 3, 1, 1), nn.Conv2d(5, 5, 3, 1, 1)
+            self.fc = nn.Linear(15 * 10 * 10, 5)
+
+        def forward(self, x):
+            x = torch.relu(self.stem(x))
+            y = torch.cat([torch.relu(self.a(x)), self.b2(torch.relu(self.b1(x))), x], dim=1)
+            y = nn.functional.interpolate(torch.relu(y), scale_factor=2, mode="bilinear", align_corners=True)
+            y = nn.functional.interpolate(y, size=(10, 10), mode="bilinear", align_corners=True)
+            return self.fc(y.flatten(1))
+
+    return Net()
+
+
+# name: (maker, input shape, batch norm kept as BatchNormalization nodes)
+MODELS = {"lenet": (lenet, (1, 28, 28), True), "resnet": (resnet, (3, 16, 16), True),
+          "inception": (inception, (3, 8, 8), False)}
 
 
 def onnx_bytes(torch, name, seed=0):
     """The model's ONNX bytes (torch's TorchScript exporter, opset 17; batch norm kept as
-    BatchNormalization nodes, dnnpy's affine)."""
-    make, shape = MODELS[name]
+    BatchNormalization nodes, dnnpy's affine, where the model says so; else constants folded)."""
+    make, shape, keep_bn = MODELS[name]
     torch.manual_seed(seed)
     model = make(torch).eval()
     f = io.BytesIO()
     torch.onnx.export(model, torch.zeros((1,) + shape), f, input_names=["x"], output_names=["y"],
                       dynamic_axes={"x": {0: "N"}}, opset_version=17, dynamo=False,
-                      do_constant_folding=False, training=torch.onnx.TrainingMode.PRESERVE)
+                      do_constant_folding=not keep_bn,
+                      training=torch.onnx.TrainingMode.PRESERVE if keep_bn else torch.onnx.TrainingMode.EVAL)
     return f.getvalue()
 
 
