@@ -33,8 +33,9 @@ import numpy as np
 from .atomic import atomic_write
 from .errors import SerializationError
 from .geometry import as_rectangle, full_object_detection
+from .image.checks import uint8_grey_or_rgb
 from .image.matrix_la import pinv
-from .serialization.files import MAGIC, not_a_net_reason, read_source
+from .serialization.files import read_source, refuse_other_files
 from .serialization.packed import decode_ints, encode_ints, from_floats, to_floats, token_starts
 
 __all__ = ["shape_predictor"]
@@ -132,7 +133,7 @@ class shape_predictor:
         self.levels: list[_Level] = []
         if path is not None:       # a path, a binary file object or the file's bytes
             data, path = read_source(path)
-            _refuse_other_files(data, path)
+            refuse_other_files(data, path, "a shape predictor")
             try:
                 self._read(np.frombuffer(data, np.uint8), path, 0, strict=True)
             except SerializationError as e:
@@ -161,12 +162,12 @@ class shape_predictor:
         result is a list of lists). Vectorised over boxes and trees."""
         if isinstance(images, np.ndarray):
             rects = [as_rectangle(b, "shape_predictor") for b in boxes]
-            return self._run([_checked(images)], np.zeros(len(rects), np.int64), rects)
+            return self._run([uint8_grey_or_rgb(images, "shape_predictor")], np.zeros(len(rects), np.int64), rects)
         images = list(images)
         boxes = list(boxes)
         if len(images) != len(boxes):
             raise ValueError(f"shape_predictor.batch: {len(images)} images but {len(boxes)} box lists")
-        checked = [_checked(im) for im in images]
+        checked = [uint8_grey_or_rgb(im, "shape_predictor") for im in images]
         rects = [[as_rectangle(b, "shape_predictor") for b in bs] for bs in boxes]
         owner = np.repeat(np.arange(len(checked)), [len(r) for r in rects])
         flat = self._run(checked, owner, [r for rs in rects for r in rs])
@@ -389,15 +390,6 @@ def _matrix_ints(values):
     return np.concatenate([[-len(values), -1], np.stack([m, e], axis=1).ravel()]).astype(np.int64)
 
 
-def _refuse_other_files(data, path):
-    if data[:len(MAGIC)] == MAGIC:
-        raise SerializationError(f"{path}: a dnnpy file (a net, solver or objects), not a shape "
-                                 f"predictor: use dnnpy.load")
-    why = not_a_net_reason(data)
-    if why:
-        raise SerializationError(f"{path}: {why.replace('not a net file', 'not a shape predictor')}")
-
-
 def _what_it_is(data, path):
     """For a file that did not read as a shape predictor: an error saying what it is when
     it starts like a dlib net (a version string such as ``loss_mmod_`` within its first
@@ -410,20 +402,6 @@ def _what_it_is(data, path):
                                       f"records (a dlib net is read with dnnpy.deserialize(path, "
                                       f"net_type()))")
     return None
-
-
-def _checked(img):
-    """``img`` as dlib's Python API takes it: uint8, H x W (grey) or H x W x 3 (RGB)."""
-    a = np.asarray(img)
-    if a.dtype != np.uint8:
-        raise TypeError(f"shape_predictor: the image must be uint8 (dlib's 8-bit grey or RGB), got "
-                        f"{a.dtype}: convert it first, e.g. np.clip(img, 0, 255).astype(np.uint8)")
-    if a.ndim == 2 or (a.ndim == 3 and a.shape[2] == 3):
-        return np.ascontiguousarray(a)      # pixels are read by flat index
-    if a.ndim == 3 and a.shape[2] == 4:
-        raise ValueError("shape_predictor: an RGBA image: pass its RGB part, img[:, :, :3] (dlib's "
-                         "Python API takes 8-bit grey or RGB only)")
-    raise ValueError(f"shape_predictor: expected an H x W grey or H x W x 3 RGB image, got shape {a.shape}")
 
 
 def _unnormalizing(box):

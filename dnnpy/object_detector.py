@@ -34,12 +34,12 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from .atomic import atomic_write
-from .errors import SerializationError
 from .geometry import rectangle, rectangles, test_box_overlap
+from .image.checks import uint8_grey_or_rgb
 from .image.fhog import extract_fhog_features
 from .image.geometry import pyramid_up
 from .image.pyramid import pyramid_down
-from .serialization.files import MAGIC, not_a_net_reason, read_source
+from .serialization.files import read_source, refuse_other_files
 from .serialization.primitives import Reader, Writer
 from .tensor_tools.threads import get_num_threads
 
@@ -282,7 +282,7 @@ class simple_object_detector(fhog_object_detector):
 
 def _open(path):
     data, name = read_source(path)
-    _refuse_other_files(data, name)
+    refuse_other_files(data, name, "an fHOG detector")
     return Reader(data, name)
 
 
@@ -307,15 +307,6 @@ def _read_overlap(r):
         return test_box_overlap(iou, covered)
     except ValueError as e:
         raise r.error(f"the detector's non-max suppression: {e}", start) from None
-
-
-def _refuse_other_files(data, name):
-    if data[:len(MAGIC)] == MAGIC:
-        raise SerializationError(f"{name}: a dnnpy file (a net, solver or objects), not an fHOG "
-                                 f"detector: use dnnpy.load")
-    why = not_a_net_reason(data)
-    if why:
-        raise SerializationError(f"{name}: {why.replace('not a net file', 'not an fHOG detector')}")
 
 
 def _image_to_fhog(v, cell):
@@ -355,24 +346,10 @@ def _effective_filter(weights, size):
 
 # -- the scan ---------------------------------------------------------------------------------
 
-def _checked(img, op):
-    """``img`` as dlib's Python API takes it: uint8, H x W (grey) or H x W x 3 (RGB)."""
-    a = np.asarray(img)
-    if a.dtype == np.uint8 and (a.ndim == 2 or (a.ndim == 3 and a.shape[2] == 3)):
-        return np.ascontiguousarray(a)
-    if a.ndim == 3 and a.shape[2] == 4:
-        raise ValueError(f"{op}: an RGBA image: pass its RGB part, img[:, :, :3] (dlib's detectors "
-                         f"take 8-bit grey or RGB only)")
-    if a.dtype != np.uint8:
-        raise TypeError(f"{op}: the image must be uint8 (dlib's 8-bit grey or RGB), got {a.dtype}: "
-                        f"convert it first, e.g. np.clip(img, 0, 255).astype(np.uint8)")
-    raise ValueError(f"{op}: expected an H x W grey or H x W x 3 RGB image, got shape {a.shape}")
-
-
 def run_multiple(detectors, img, upsample_num_times=0, adjust_threshold=0.0, _single=False):
     """See ``fhog_object_detector.run`` and ``run_multiple``."""
     detectors = list(detectors)
-    img = _checked(img, "fhog_object_detector")
+    img = uint8_grey_or_rgb(img, "fhog_object_detector")
     up = int(upsample_num_times)
     if up < 0:
         raise ValueError(f"fhog_object_detector: upsample_num_times must be >= 0, got {upsample_num_times}")

@@ -26,14 +26,15 @@ to 21.
 from __future__ import annotations
 
 import importlib
-import os
 
 import numpy as np
 
 from .. import layers, loss as losses
 from ..core import add_layer
+from ..errors import SerializationError
 from ..inputs import input_tensor
 from ..layers import merge, rearrange
+from ..serialization.files import read_source
 from ..templates import loss_template, skip_templates, tag_templates
 
 __all__ = ["import_model", "onnx_import_error", "OPSET_RANGE"]
@@ -61,7 +62,10 @@ def import_model(source, *, loss=None):
     layer: ``net(x)`` returns the graph's output) or a loss's name (``"multiclass_log"``,
     ``"loss_multiclass_log"``, ...) put on top."""
     onnx = _onnx()
-    data, name = _read(source)
+    try:
+        data, name = read_source(source, bytes_are_data=True)
+    except SerializationError as e:
+        raise onnx_import_error(str(e)) from None
     try:
         model = onnx.load_model_from_string(data)
     except Exception as e:      # protobuf's DecodeError and friends
@@ -75,19 +79,6 @@ def import_model(source, *, loss=None):
     except Exception as e:
         raise onnx_import_error(f"{name}: ONNX shape inference failed ({e})") from None
     return _Importer(model, name, onnx).net(loss)
-
-
-def _read(source):
-    if hasattr(source, "read"):
-        return source.read(), getattr(source, "name", "stream")
-    if isinstance(source, (bytes, bytearray, memoryview)):
-        return bytes(source), "bytes"
-    path = os.fspath(source)
-    try:
-        with open(path, "rb") as f:
-            return f.read(), path
-    except OSError as e:
-        raise onnx_import_error(f"{path}: cannot read the file: {e.strerror or e}") from None
 
 
 class _Importer:

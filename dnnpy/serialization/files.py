@@ -200,12 +200,14 @@ def _is_data(x):
     return isinstance(x, bytes) and (not x or b"\0" in x or x.startswith(MAGIC) or len(x) > 4096)
 
 
-def read_source(path_or_file):
-    """``(bytes, name)`` of a path, a binary file object or bytes."""
+def read_source(path_or_file, bytes_are_data=False):
+    """``(bytes, name)`` of a path, a binary file object or bytes. ``bytes_are_data``: any
+    ``bytes`` is the data (for readers whose paths are never given as bytes); by default only
+    bytes that cannot be a path are (``_is_data``)."""
     if hasattr(path_or_file, "read"):
         data = path_or_file.read()
         return data, getattr(path_or_file, "name", "stream")
-    if _is_data(path_or_file):
+    if (bytes_are_data and isinstance(path_or_file, bytes)) or _is_data(path_or_file):
         return bytes(path_or_file), "bytes"
     path = os.fspath(path_or_file)
     try:
@@ -241,6 +243,17 @@ def not_a_net_reason(data):
         if head.startswith(magic):
             return f"not a net file: this is {what}"
     return None
+
+
+def refuse_other_files(data, name, what):
+    """Raise ``SerializationError`` when ``data`` (read from ``name``) plainly is not ``what``
+    (e.g. "a shape predictor"): a dnnpy file (use dnnpy.load), empty, or a known other format."""
+    if data[:len(MAGIC)] == MAGIC:
+        raise SerializationError(f"{name}: a dnnpy file (a net, solver or objects), not {what}: "
+                                 f"use dnnpy.load")
+    why = not_a_net_reason(data)
+    if why:
+        raise SerializationError(f"{name}: {why.replace('not a net file', f'not {what}')}")
 
 
 def _looks_like_text(data):
