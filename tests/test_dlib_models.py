@@ -14,7 +14,6 @@ The last two tests run the examples dnn_mmod_face_detection and dnn_face_recogni
 
 from __future__ import annotations
 
-import glob
 import os
 
 import numpy as np
@@ -23,54 +22,32 @@ import pytest
 from dnnpy import models
 from dnnpy.examples import dnn_face_recognition, dnn_mmod_face_detection
 from dnnpy.image import save_png
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-FACES_DIR = os.environ.get("DNNPY_FACES_DIR",
-                           os.path.join(HERE, os.pardir, os.pardir, "shared", "testdata", "faces"))
-
-
-def _model_path(filename):
-    try:
-        return models.dlib_model_path(filename)
-    except FileNotFoundError as e:
-        pytest.skip(f"dlib model file missing ({e})")
-
-
-def _dlib():
-    return pytest.importorskip("dlib", reason="dlib's Python bindings are not installed "
-                                              "(pip install 'dnnpy[dlib]' for dlib-bin)")
-
-
-def _photos():
-    paths = sorted(glob.glob(os.path.join(FACES_DIR, "*.jpg")))
-    if not paths:
-        pytest.skip(f"no test photos in {os.path.normpath(FACES_DIR)} (set DNNPY_FACES_DIR)")
-    return paths
+from helpers import FACES_DIR, dlib_model_or_skip, face_photos, needs_dlib
 
 
 # -- fixtures (module scope: the nets and dlib's objects are loaded once) ------------------
 
 @pytest.fixture(scope="module")
 def face_net():
-    return models.load_face_recognition_model(_model_path(models.FACE_RECOGNITION_MODEL))
+    return models.load_face_recognition_model(dlib_model_or_skip(models.FACE_RECOGNITION_MODEL))
 
 
 @pytest.fixture(scope="module")
 def detector():
-    return models.load_face_detector(_model_path(models.FACE_DETECTOR_MODEL))
+    return models.load_face_detector(dlib_model_or_skip(models.FACE_DETECTOR_MODEL))
 
 
 @pytest.fixture(scope="module")
 def images():
-    dlib = _dlib()
-    return {os.path.basename(p): dlib.load_rgb_image(p) for p in _photos()}
+    dlib = needs_dlib()
+    return {os.path.basename(p): dlib.load_rgb_image(p) for p in face_photos()}
 
 
 @pytest.fixture(scope="module")
 def chips(images):
     """Aligned 150x150 chips of every face dlib's HOG detector finds (upsampled once)."""
-    dlib = _dlib()
-    sp = dlib.shape_predictor(_model_path("shape_predictor_5_face_landmarks.dat"))
+    dlib = needs_dlib()
+    sp = dlib.shape_predictor(dlib_model_or_skip("shape_predictor_5_face_landmarks.dat"))
     hog = dlib.get_frontal_face_detector()
     out = []
     for img in images.values():
@@ -149,8 +126,8 @@ def _above_zero_unchanged(detector, img, where):
 # -- parity with dlib ----------------------------------------------------------------------
 
 def test_descriptors_match_dlib(face_net, chips):
-    dlib = _dlib()
-    ref = dlib.face_recognition_model_v1(_model_path(models.FACE_RECOGNITION_MODEL))
+    dlib = needs_dlib()
+    ref = dlib.face_recognition_model_v1(dlib_model_or_skip(models.FACE_RECOGNITION_MODEL))
     ours = face_net(chips)                   # one batch
     single = face_net([chips[0]])[0]         # and one chip alone
     assert len(ours) == len(chips)
@@ -163,8 +140,8 @@ def test_descriptors_match_dlib(face_net, chips):
 
 
 def test_detections_match_dlib(detector, images):
-    dlib = _dlib()
-    ref = dlib.cnn_face_detection_model_v1(_model_path(models.FACE_DETECTOR_MODEL))
+    dlib = needs_dlib()
+    ref = dlib.cnn_face_detection_model_v1(dlib_model_or_skip(models.FACE_DETECTOR_MODEL))
     found = 0
     for name, img in images.items():
         theirs = ref(img, 0)
@@ -178,8 +155,8 @@ def test_detections_match_dlib(detector, images):
 def test_detections_match_dlib_upsampled(detector, images):
     """The same on 2x (pixel-repeated) images, where the smaller faces are found too: more
     detections, larger pyramids (about 8 s of dlib on 2 cores)."""
-    dlib = _dlib()
-    ref = dlib.cnn_face_detection_model_v1(_model_path(models.FACE_DETECTOR_MODEL))
+    dlib = needs_dlib()
+    ref = dlib.cnn_face_detection_model_v1(dlib_model_or_skip(models.FACE_DETECTOR_MODEL))
     found = 0
     for name in sorted(images)[1::2]:
         big = np.ascontiguousarray(images[name].repeat(2, 0).repeat(2, 1))
@@ -194,8 +171,8 @@ def test_detections_match_dlib_upsampled(detector, images):
 def test_dnn_mmod_face_detection_example_runs_dlibs_detector(tmp_path, images, capsys):
     """``dnn_mmod_face_detection --images PHOTO --model mmod_human_face_detector.dat`` (no
     upsampling: --min-pixels 1) finds what dlib's own detector finds in the photo."""
-    dlib = _dlib()
-    path = _model_path(models.FACE_DETECTOR_MODEL)
+    dlib = needs_dlib()
+    path = dlib_model_or_skip(models.FACE_DETECTOR_MODEL)
     detector = dlib.cnn_face_detection_model_v1(path)
     # the first photo in which dlib's detector finds a face without upsampling (in some, the
     # faces are smaller than its 80-pixel window)
@@ -214,8 +191,8 @@ def test_dnn_face_recognition_example_runs_dlibs_resnet(tmp_path, chips):
     """``dnn_face_recognition --images CHIP ... --model dlib_face_recognition_resnet_model_v1.dat``
     on dlib's own 150x150 chips: the first descriptor it reports is dlib's (1e-5, as above),
     and the chips of one photo's people cluster into at least one and at most len(chips)."""
-    dlib = _dlib()
-    path = _model_path(models.FACE_RECOGNITION_MODEL)
+    dlib = needs_dlib()
+    path = dlib_model_or_skip(models.FACE_RECOGNITION_MODEL)
     pngs = [str(save_png(c, tmp_path / f"chip{i}.png")) for i, c in enumerate(chips[:3])]
     r = dnn_face_recognition.main(["--images", *pngs, "--model", path, "--jitters", "2",
                                    "--out", str(tmp_path)])
@@ -229,10 +206,10 @@ def test_dnn_face_recognition_example_finds_and_aligns_faces_itself(tmp_path, im
     """``--images PHOTO --detect``: dlib's HOG face detector (upsampled once; ``--cnn``: the CNN
     detector) finds the faces and the 5-point shape predictor aligns them; as many faces as
     dlib's detector finds."""
-    dlib = _dlib()
+    dlib = needs_dlib()
     for needed in (models.FACE_RECOGNITION_MODEL, models.FACE_DETECTOR_MODEL,
                    "shape_predictor_5_face_landmarks.dat"):
-        _model_path(needed)                     # the script finds these in the package
+        dlib_model_or_skip(needed)                     # the script finds these in the package
     name = sorted(images)[0]
     photo = save_png(images[name], tmp_path / "photo.png")
     r = dnn_face_recognition.main(["--images", str(photo), "--detect", "--jitters", "2",
@@ -242,7 +219,7 @@ def test_dnn_face_recognition_example_finds_and_aligns_faces_itself(tmp_path, im
     assert r["descriptor"].shape == (128,)
     r = dnn_face_recognition.main(["--images", str(photo), "--detect", "--cnn", "--jitters", "1",
                                    "--out", str(tmp_path)])
-    want = len(dlib.cnn_face_detection_model_v1(_model_path(models.FACE_DETECTOR_MODEL))(images[name], 1))
+    want = len(dlib.cnn_face_detection_model_v1(dlib_model_or_skip(models.FACE_DETECTOR_MODEL))(images[name], 1))
     assert want >= 1 and len(r["labels"]) == want
 
 
@@ -253,10 +230,10 @@ def test_dlibs_python_face_classes_equal_dlib(images):
     ``cnn_face_detection_model_v1(path)(img, upsample_num_times)`` give dlib-bin's numbers:
     descriptors within 1e-5, the same boxes, confidences within 1e-4."""
     import dnnpy
-    dlib = _dlib()
-    sp_path = _model_path("shape_predictor_5_face_landmarks.dat")
-    fr_path = _model_path(models.FACE_RECOGNITION_MODEL)
-    det_path = _model_path(models.FACE_DETECTOR_MODEL)
+    dlib = needs_dlib()
+    sp_path = dlib_model_or_skip("shape_predictor_5_face_landmarks.dat")
+    fr_path = dlib_model_or_skip(models.FACE_RECOGNITION_MODEL)
+    det_path = dlib_model_or_skip(models.FACE_DETECTOR_MODEL)
     ours, theirs = dnnpy.face_recognition_model_v1(fr_path), dlib.face_recognition_model_v1(fr_path)
     sp, sp_d = dnnpy.shape_predictor(sp_path), dlib.shape_predictor(sp_path)
     cnn, cnn_d = dnnpy.cnn_face_detection_model_v1(det_path), dlib.cnn_face_detection_model_v1(det_path)
@@ -291,8 +268,8 @@ def test_dlibs_python_face_classes_equal_dlib(images):
 def test_cnn_face_detector_script_prints_dlibs_detections(tmp_path, images, capsys):
     """dlib's python_examples/cnn_face_detector.py run with dnnpy: the printed boxes are dlib's."""
     from dnnpy.examples import cnn_face_detector
-    dlib = _dlib()
-    model = _model_path(models.FACE_DETECTOR_MODEL)        # the script finds it in the package
+    dlib = needs_dlib()
+    model = dlib_model_or_skip(models.FACE_DETECTOR_MODEL)        # the script finds it in the package
     name = sorted(images)[2]
     photo = save_png(images[name], tmp_path / "photo.png")
     r = cnn_face_detector.main([str(photo), "--out", str(tmp_path)])

@@ -18,46 +18,22 @@ from dnnpy import models
 from dnnpy.examples import (face_alignment, face_clustering, face_detector, face_jitter,
                             face_landmark_detection, face_recognition)
 from dnnpy.image import draw_face_detections, render_face_detections
+from helpers import box_tuples, dlib_model_or_skip, face_photos, needs_dlib
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-FACES_DIR = os.environ.get("DNNPY_FACES_DIR",
-                           os.path.join(HERE, os.pardir, os.pardir, "shared", "testdata", "faces"))
-
-
-def _photos(n=None):
-    paths = sorted(glob.glob(os.path.join(FACES_DIR, "*.jpg")))
-    if not paths:
-        pytest.skip(f"no test photos in {os.path.normpath(FACES_DIR)} (set DNNPY_FACES_DIR)")
-    return paths[:n]
 
 
 def _folder(tmp_path, n):
     """A folder with the first ``n`` photos."""
     folder = tmp_path / "faces"
     folder.mkdir()
-    for p in _photos(n):
+    for p in face_photos(n):
         shutil.copy(p, folder)
     return folder
 
 
-def _model(name):
-    try:
-        return models.dlib_model_path(name)
-    except FileNotFoundError as e:
-        pytest.skip(f"dlib model file missing ({e})")
-
-
-def _dlib():
-    return pytest.importorskip("dlib", reason="dlib-bin is the oracle (pip install dlib-bin)")
-
-
-def _boxes(rects):
-    return [(r.left(), r.top(), r.right(), r.bottom()) for r in rects]
-
-
 def test_face_detector_script(tmp_path, capsys):
     """Runs without any model file (the HOG detector ships with dnnpy)."""
-    photo = _photos()[1]
+    photo = face_photos()[1]
     r = face_detector.main([photo, "--out", str(tmp_path)])
     text = capsys.readouterr().out
     dets = r[photo]
@@ -69,16 +45,16 @@ def test_face_detector_script(tmp_path, capsys):
     assert "face_type:" in text and (tmp_path / (os.path.basename(photo)[:-4] + "_faces.png")).is_file()
     dlib = pytest.importorskip("dlib")
     img = dnnpy.load_rgb_image(photo)
-    assert _boxes(dets) == _boxes(dlib.get_frontal_face_detector()(img, 1))
+    assert box_tuples(dets) == box_tuples(dlib.get_frontal_face_detector()(img, 1))
 
 
 def test_face_landmark_detection_script_equals_dlib(tmp_path, capsys):
-    path = _model("shape_predictor_68_face_landmarks.dat")
+    path = dlib_model_or_skip("shape_predictor_68_face_landmarks.dat")
     folder = _folder(tmp_path, 2)
     r = face_landmark_detection.main([str(folder), "--out", str(tmp_path / "out")])
     assert "Part 0: (" in capsys.readouterr().out
     assert len(list((tmp_path / "out").glob("*_landmarks.png"))) == 2
-    dlib = _dlib()
+    dlib = needs_dlib()
     detector, sp = dlib.get_frontal_face_detector(), dlib.shape_predictor(path)
     for f, shapes in r.items():
         img = dnnpy.load_rgb_image(f)
@@ -87,11 +63,11 @@ def test_face_landmark_detection_script_equals_dlib(tmp_path, capsys):
 
 
 def test_face_recognition_script_equals_dlib(tmp_path):
-    sp_path = _model("shape_predictor_5_face_landmarks.dat")
-    fr_path = _model(models.FACE_RECOGNITION_MODEL)
+    sp_path = dlib_model_or_skip("shape_predictor_5_face_landmarks.dat")
+    fr_path = dlib_model_or_skip(models.FACE_RECOGNITION_MODEL)
     folder = _folder(tmp_path, 1)
     r = face_recognition.main([str(folder)])
-    dlib = _dlib()
+    dlib = needs_dlib()
     detector, sp = dlib.get_frontal_face_detector(), dlib.shape_predictor(sp_path)
     facerec = dlib.face_recognition_model_v1(fr_path)
     (f, found), = r.items()
@@ -103,8 +79,8 @@ def test_face_recognition_script_equals_dlib(tmp_path):
 
 
 def test_face_alignment_and_jitter_scripts(tmp_path):
-    _model("shape_predictor_5_face_landmarks.dat")
-    photo = _photos()[2]
+    dlib_model_or_skip("shape_predictor_5_face_landmarks.dat")
+    photo = face_photos()[2]
     r = face_alignment.main([photo, "--out", str(tmp_path)])
     assert len(r["chips"]) >= 1 and r["chips"][0].shape == (320, 320, 3)
     assert r["chip0"].shape == (150, 150, 3) and all(os.path.isfile(p) for p in r["paths"])
@@ -118,13 +94,13 @@ def test_face_alignment_and_jitter_scripts(tmp_path):
 
 
 def test_face_clustering_script_equals_dlib(tmp_path):
-    sp_path = _model("shape_predictor_5_face_landmarks.dat")
-    fr_path = _model(models.FACE_RECOGNITION_MODEL)
+    sp_path = dlib_model_or_skip("shape_predictor_5_face_landmarks.dat")
+    fr_path = dlib_model_or_skip(models.FACE_RECOGNITION_MODEL)
     folder = _folder(tmp_path, 3)
     r = face_clustering.main([str(folder), str(tmp_path / "chips")])
     assert len(r["paths"]) == len(r["indices"]) >= 1
     assert all(p.endswith(".jpg") and os.path.isfile(p) for p in r["paths"])
-    dlib = _dlib()
+    dlib = needs_dlib()
     detector, sp = dlib.get_frontal_face_detector(), dlib.shape_predictor(sp_path)
     facerec = dlib.face_recognition_model_v1(fr_path)
     descriptors = []

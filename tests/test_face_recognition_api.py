@@ -7,8 +7,6 @@ dnnpy (JPEG decoders differ by a grey level here and there)."""
 
 from __future__ import annotations
 
-import glob
-import os
 import shutil
 
 import numpy as np
@@ -16,17 +14,7 @@ import pytest
 
 import dnnpy
 from dnnpy import cli, face_recognition as fr, models
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-FACES_DIR = os.environ.get("DNNPY_FACES_DIR",
-                           os.path.join(HERE, os.pardir, os.pardir, "shared", "testdata", "faces"))
-
-
-def _photos():
-    paths = sorted(glob.glob(os.path.join(FACES_DIR, "*.jpg")))
-    if not paths:
-        pytest.skip(f"no test photos in {os.path.normpath(FACES_DIR)} (set DNNPY_FACES_DIR)")
-    return paths
+from helpers import face_photos, needs_dlib
 
 
 def _models():
@@ -36,10 +24,6 @@ def _models():
             models.dlib_model_path(name)
     except FileNotFoundError as e:
         pytest.skip(f"dlib model file missing ({e})")
-
-
-def _dlib():
-    return pytest.importorskip("dlib", reason="dlib-bin is the oracle (pip install dlib-bin)")
 
 
 def _css(r, shape):
@@ -72,15 +56,15 @@ def test_no_faces_and_bad_models():
         fr.face_landmarks(blank, model="medium")
 
 
-def test_face_recognition_api_equals_dlib():
+def test_face_recognition_api_equalsneeds_dlib():
     _models()
-    dlib = _dlib()
+    dlib = needs_dlib()
     detector = dlib.get_frontal_face_detector()
     sp68 = dlib.shape_predictor(models.dlib_model_path("shape_predictor_68_face_landmarks.dat"))
     sp5 = dlib.shape_predictor(models.dlib_model_path("shape_predictor_5_face_landmarks.dat"))
     cnn = dlib.cnn_face_detection_model_v1(models.dlib_model_path(models.FACE_DETECTOR_MODEL))
     encoder = dlib.face_recognition_model_v1(models.dlib_model_path(models.FACE_RECOGNITION_MODEL))
-    for path in _photos()[1:3]:
+    for path in face_photos()[1:3]:
         img = fr.load_image_file(path)
         rects = list(detector(img, 1))
         locations = fr.face_locations(img)
@@ -100,7 +84,7 @@ def test_face_recognition_api_equals_dlib():
         large = fr.face_encodings(img, model="large")
         for g, r in zip(large, rects):
             assert np.abs(g - np.array(encoder.compute_face_descriptor(img, sp68(img, r), 1))).max() <= 1e-5
-    img = fr.load_image_file(_photos()[2])
+    img = fr.load_image_file(face_photos()[2])
     want = [_css(d.rect, img.shape) for d in cnn(img, 0)]
     assert fr.face_locations(img, 0, model="cnn") == want
     assert fr.batch_face_locations([img, img], 0) == [want, want]
@@ -109,7 +93,7 @@ def test_face_recognition_api_equals_dlib():
 def _known_and_unknown(tmp_path):
     """Two known people cut from one photo (its first two faces), and a folder with that
     photo, another one and an unreadable file."""
-    photos = _photos()
+    photos = face_photos()
     img = fr.load_image_file(photos[2])
     known, unknown = tmp_path / "known", tmp_path / "unknown"
     known.mkdir(), unknown.mkdir()
@@ -143,7 +127,7 @@ def test_face_recognition_command(tmp_path, capsys):
 
 def test_face_detection_command(tmp_path, capfd):
     """(``capfd``: the whole file descriptor is read.)"""
-    photos = _photos()
+    photos = face_photos()
     folder = tmp_path / "photos"
     folder.mkdir()
     for p in photos[1:3]:

@@ -6,7 +6,6 @@ photos are ``../shared/testdata/faces`` (``DNNPY_FACES_DIR``)."""
 
 from __future__ import annotations
 
-import glob
 import os
 
 import numpy as np
@@ -15,30 +14,12 @@ import pytest
 import dnnpy
 from dnnpy import SerializationError, fhog_object_detector, get_frontal_face_detector, simple_object_detector
 from dnnpy.object_detector import FRONTAL_FACE_DETECTOR_PATH
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-FACES_DIR = os.environ.get("DNNPY_FACES_DIR",
-                           os.path.join(HERE, os.pardir, os.pardir, "shared", "testdata", "faces"))
-
-
-def _photos():
-    paths = sorted(glob.glob(os.path.join(FACES_DIR, "*.jpg")))
-    if not paths:
-        pytest.skip(f"no test photos in {os.path.normpath(FACES_DIR)} (set DNNPY_FACES_DIR)")
-    return paths
-
-
-def _dlib():
-    return pytest.importorskip("dlib", reason="dlib-bin is the oracle (pip install dlib-bin)")
-
-
-def _boxes(rects):
-    return [(r.left(), r.top(), r.right(), r.bottom()) for r in rects]
+from helpers import FACES_DIR, box_tuples, face_photos, needs_dlib
 
 
 def _same_run(ours, theirs):
     """Two ``run`` results: equal boxes and indices, scores within 1e-4."""
-    assert _boxes(ours[0]) == _boxes(theirs[0])
+    assert box_tuples(ours[0]) == box_tuples(theirs[0])
     assert list(ours[2]) == list(theirs[2])
     assert len(ours[1]) == len(theirs[1])
     assert all(abs(a - b) <= 1e-4 for a, b in zip(ours[1], theirs[1]))
@@ -69,25 +50,25 @@ def test_frontal_face_detector_finds_the_faces(frontal):
         "2008_001009.jpg": [(126, 206, 215, 295), (149, 87, 211, 149)],
         "2008_001322.jpg": [(232, 218, 294, 281), (104, 163, 179, 237), (344, 156, 434, 245)],
     }
-    by_name = {os.path.basename(p): p for p in _photos()}
+    by_name = {os.path.basename(p): p for p in face_photos()}
     for name, boxes in want.items():
         img = dnnpy.load_rgb_image(by_name[name])
-        assert _boxes(frontal(img, 1)) == boxes
+        assert box_tuples(frontal(img, 1)) == boxes
     grey = np.asarray(dnnpy.load_rgb_image(by_name["2008_001009.jpg"])).mean(axis=2).astype(np.uint8)
     assert len(frontal(grey, 1)) >= 1                       # 8-bit grey images too
     assert frontal(np.zeros((20, 30, 3), np.uint8)) == []   # smaller than the window: none
 
 
 def test_frontal_face_detector_equals_dlib(frontal):
-    dlib = _dlib()
+    dlib = needs_dlib()
     theirs = dlib.get_frontal_face_detector()
-    photos = _photos()
+    photos = face_photos()
     for i, path in enumerate(photos):
         img = dlib.load_rgb_image(path)
         _same_run(frontal.run(img, 0, -0.5), theirs.run(img, 0, -0.5))
         if i < 2:
             _same_run(frontal.run(img, 1, -0.5), theirs.run(img, 1, -0.5))
-            assert _boxes(frontal(img, 1)) == _boxes(theirs(img, 1))
+            assert box_tuples(frontal(img, 1)) == box_tuples(theirs(img, 1))
     img = dlib.load_rgb_image(photos[0])[:, ::-1]            # a non-contiguous view
     _same_run(frontal.run(img, 0, -0.3), theirs.run(np.ascontiguousarray(img), 0, -0.3))
 
@@ -95,7 +76,7 @@ def test_frontal_face_detector_equals_dlib(frontal):
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     """A detector dlib-bin trains on dlib's training.xml (about 5 s on 2 cores)."""
-    dlib = _dlib()
+    dlib = needs_dlib()
     xml = os.path.join(FACES_DIR, "training.xml")
     if not os.path.isfile(xml):
         pytest.skip(f"no {xml}")
@@ -109,23 +90,23 @@ def trained(tmp_path_factory):
 
 
 def test_trained_detector_equals_dlib(trained, frontal):
-    dlib = _dlib()
+    dlib = needs_dlib()
     ours, theirs = simple_object_detector(trained), dlib.simple_object_detector(trained)
     with open(trained, "rb") as f:
         assert ours.to_bytes() == f.read()                  # the upsampling trailer included
     assert ours.upsampling_amount == theirs.upsampling_amount
     plain, plain_d = fhog_object_detector(trained), dlib.fhog_object_detector(trained)
     frontal_d = dlib.get_frontal_face_detector()
-    for path in _photos()[:3]:
+    for path in face_photos()[:3]:
         img = dlib.load_rgb_image(path)
-        assert _boxes(ours(img)) == _boxes(theirs(img))     # upsampled as trained
+        assert box_tuples(ours(img)) == box_tuples(theirs(img))     # upsampled as trained
         _same_run(plain.run(img, 1, -1.0), plain_d.run(img, 1, -1.0))
         _same_run(fhog_object_detector.run_multiple([frontal, plain], img, 1, -0.5),
                   dlib.fhog_object_detector.run_multiple([frontal_d, plain_d], img, 1, -0.5))
     merged = simple_object_detector([ours, ours])
     merged_d = dlib.simple_object_detector([theirs, theirs])
-    img = dlib.load_rgb_image(_photos()[0])
-    assert merged.num_detectors == 2 and _boxes(merged(img)) == _boxes(merged_d(img))
+    img = dlib.load_rgb_image(face_photos()[0])
+    assert merged.num_detectors == 2 and box_tuples(merged(img)) == box_tuples(merged_d(img))
 
 
 def test_bad_files_and_images_say_what_is_wrong(tmp_path, frontal):

@@ -9,9 +9,6 @@ and the photos are there. Landmarks are integers, so "equal" is exact.
 
 from __future__ import annotations
 
-import glob
-import os
-
 import numpy as np
 import pytest
 
@@ -20,10 +17,7 @@ import dnnpy.models
 from dnnpy import SerializationError, shape_predictor
 from dnnpy.serialization import packed
 from dnnpy.serialization.primitives import Writer
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-FACES_DIR = os.environ.get("DNNPY_FACES_DIR",
-                           os.path.join(HERE, os.pardir, os.pardir, "shared", "testdata", "faces"))
+from helpers import face_photos
 
 
 def _synthetic(parts=5, levels=3, trees=20, depth=3, features=30, seed=0):
@@ -185,13 +179,6 @@ def test_bad_files_and_images_say_what_is_wrong(tmp_path):
     assert sp(np.zeros((10, 10, 3), np.uint8)[:, ::-1], box).num_parts() == 5   # any strides
 
 
-def _photos():
-    paths = sorted(glob.glob(os.path.join(FACES_DIR, "*.jpg")))
-    if not paths:
-        pytest.skip(f"no test photos in {os.path.normpath(FACES_DIR)}")
-    return paths
-
-
 @pytest.mark.parametrize("name", ["shape_predictor_5_face_landmarks.dat",
                                   "shape_predictor_68_face_landmarks.dat"])
 def test_dlibs_face_models_equal_dlib_on_dlibs_photos(name):
@@ -203,7 +190,7 @@ def test_dlibs_face_models_equal_dlib_on_dlibs_photos(name):
     ours, theirs = shape_predictor(path), dlib.shape_predictor(path)
     hog = dlib.get_frontal_face_detector()
     boxes = 0
-    for photo in _photos():
+    for photo in face_photos():
         img = dlib.load_rgb_image(photo)
         dets = list(hog(img, 1))
         got = ours.batch(img, [dnnpy.rectangle(d.left(), d.top(), d.right(), d.bottom()) for d in dets])
