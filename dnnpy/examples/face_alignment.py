@@ -17,19 +17,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import dnnpy as dlib          # the script's own lines, with dnnpy in dlib's place
-from dnnpy.examples._util import base_parser, out_dir
+from dnnpy.examples._util import add_face_model_arguments, base_parser, face_model_paths, out_dir
 from dnnpy.image import tile_images
-from dnnpy.models import dlib_model_path
 
 
 def main(argv=None) -> dict:
     parser = base_parser(" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("face_file", metavar="PHOTO", help="a photo with faces")
-    parser.add_argument("--predictor", default=None, metavar="FILE",
-                        help="shape_predictor_5_face_landmarks.dat (default: from face_recognition_models)")
+    add_face_model_arguments(parser, "shape_predictor_5_face_landmarks.dat")
     args = parser.parse_args(argv)
     out = out_dir(args.out)
-    predictor_path = args.predictor or dlib_model_path("shape_predictor_5_face_landmarks.dat")
+    predictor_path, _ = face_model_paths(args)
     detector = dlib.get_frontal_face_detector()
     sp = dlib.shape_predictor(predictor_path)
     img = dlib.load_rgb_image(args.face_file)

