@@ -45,11 +45,6 @@ def cpp_type(net) -> str:
     return "".join(p for p in parts[:-1]) + parts[-1] + ">" * (len(parts) - 1)
 
 
-def _window_default(stride, size):
-    """dlib's default padding of a convolution or pooling window: half the window at stride 1."""
-    return size // 2 if stride == 1 else 0
-
-
 def _open(node, i):
     """The C++ of ``node`` up to its subnet (``dlib::relu<``), or the whole input layer."""
     if isinstance(node, add_loss_layer):
@@ -78,7 +73,7 @@ def _layer(d, i):
         k, nr, nc = d.num_filters(), d.nr(), d.nc()
         sy, sx, py, px = d.stride_y(), d.stride_x(), d.padding_y(), d.padding_x()
         alias = kind[:-1]        # (a disabled bias is in the file: dlib's con_ serializes it)
-        if (py, px) == (_window_default(sy, nr), _window_default(sx, nc)):
+        if d.has_default_padding():
             return f"{_NS}{alias}<{k},{nr},{nc},{sy},{sx},"
         return f"{_NS}add_layer<{_NS}{kind}<{k},{nr},{nc},{sy},{sx},{py},{px}>,"
     if kind == "fc_":
@@ -89,7 +84,7 @@ def _layer(d, i):
         if nr == 0 and nc == 0:
             return f"{_NS}{kind[:-1]}_everything<"
         sy, sx, py, px = d.stride_y(), d.stride_x(), d.padding_y(), d.padding_x()
-        if (py, px) == (_window_default(sy, nr), _window_default(sx, nc)):
+        if d.has_default_padding():
             return f"{_NS}{kind[:-1]}<{nr},{nc},{sy},{sx},"
         return f"{_NS}add_layer<{_NS}{kind}<{nr},{nc},{sy},{sx},{py},{px}>,"
     if kind == "upsample_":

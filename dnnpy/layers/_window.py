@@ -11,7 +11,13 @@ from __future__ import annotations
 
 from .base import check_int
 
-__all__ = ["sliding_window"]
+__all__ = ["sliding_window", "default_padding"]
+
+
+def default_padding(stride, size):
+    """dlib's default padding of a window of ``size`` at ``stride``: "same" (half the window)
+    at stride 1, none otherwise."""
+    return size // 2 if stride == 1 else 0
 
 
 class sliding_window:
@@ -27,17 +33,22 @@ class sliding_window:
                 "padding_y": self.padding_y_,
                 "padding_x": self.padding_x_}
 
+    def has_default_padding(self) -> bool:
+        """Whether the padding is dlib's default for the window and strides (what dlib's
+        template aliases, ``con<...>`` or ``max_pool<...>``, give)."""
+        return (self.padding_y_, self.padding_x_) == (default_padding(self.stride_y_, self.nr_),
+                                                       default_padding(self.stride_x_, self.nc_))
+
     def _init_window(self, nr, nc, stride_y, stride_x, padding_y, padding_x, min_size):
         name = type(self).__name__
         self.nr_ = check_int(name, "nr", nr, min_size)
         self.nc_ = check_int(name, "nc", nc, min_size)
         self.stride_y_ = check_int(name, "stride_y", stride_y, 1)
         self.stride_x_ = check_int(name, "stride_x", stride_x, 1)
-        # dlib's defaults: "same" padding for stride 1, none otherwise
         if padding_y is None:
-            padding_y = 0 if self.stride_y_ != 1 else self.nr_ // 2
+            padding_y = default_padding(self.stride_y_, self.nr_)
         if padding_x is None:
-            padding_x = 0 if self.stride_x_ != 1 else self.nc_ // 2
+            padding_x = default_padding(self.stride_x_, self.nc_)
         self.padding_y_ = check_int(name, "padding_y", padding_y, 0)
         self.padding_x_ = check_int(name, "padding_x", padding_x, 0)
         noun = self._window_noun

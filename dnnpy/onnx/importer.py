@@ -189,7 +189,11 @@ class _Importer:
         if len(inputs) != 1:
             raise self.fail(node, f"reads {len(inputs)} tensors {inputs}: dnnpy reads chains of "
                                   f"one-input nodes and the Add of two branches (residuals)")
-        steps = self._steps(inputs[0])
+        return self._append(self._steps(inputs[0]), node)
+
+    def _append(self, steps, node):
+        """``steps`` with one-input ``node``'s step added: its layer, or, for an Add of a
+        constant after a MatMul, that fc's bias."""
         if node.op_type == "Add":       # a constant added: the bias of the fc before it
             last = steps[-1] if steps else None
             if last is None or last[0] != "layer" or last[3] is None or last[3].get("bias_of") != "MatMul":
@@ -198,7 +202,7 @@ class _Importer:
             last[3]["bias"] = self.consts[next(i for i in node.input if i in self.consts)].reshape(-1)
             last[3]["bias_of"] = None
             return steps
-        step = self._step(node, self.shapes.get(inputs[0], ()))
+        step = self._step(node, self.shapes.get(self._data_inputs(node)[0], ()))
         return steps + ([("layer",) + step] if step is not None else [])
 
     def _branch(self, start, end):
@@ -264,18 +268,10 @@ class _Importer:
         return steps + [("concat", tuple(range(4, 4 + len(inputs))))]
 
     def _chain_steps(self, names):
+        """The steps of a branch: the nodes making ``names``, in order."""
         steps = []
         for name in names:
-            node = self.producer[name]
-            if node.op_type == "Add":
-                if steps and steps[-1][3] is not None and steps[-1][3].get("bias_of") == "MatMul":
-                    steps[-1][3]["bias"] = self.consts[next(i for i in node.input if i in self.consts)].reshape(-1)
-                    steps[-1][3]["bias_of"] = None
-                    continue
-                raise self.fail(node, "adds a constant to something other than a MatMul's output")
-            step = self._step(node, self.shapes.get(self._data_inputs(node)[0], ()))
-            if step is not None:
-                steps.append(("layer",) + step)
+            steps = self._append(steps, self.producer[name])
         return steps
 
     # -- one node -----------------------------------------------------------------------------
