@@ -36,7 +36,7 @@ from .geometry import as_rectangle, full_object_detection
 from .image.checks import uint8_grey_or_rgb
 from .image.matrix_la import pinv
 from .serialization.files import read_source, refuse_other_files
-from .serialization.packed import decode_ints, encode_ints, from_floats, to_floats, token_starts
+from .serialization.packed import decode_stream, encode_ints, from_floats, to_floats
 
 __all__ = ["shape_predictor"]
 
@@ -266,9 +266,9 @@ class shape_predictor:
     def _read(self, b, what, offset, strict):
         """Parse dlib's record from the uint8 array ``b`` (at byte ``offset`` of ``what``);
         returns the bytes it took. On any error ``self`` is unchanged."""
-        starts = token_starts(b, what, offset, partial=not strict)
-        v = decode_ints(b, starts, what, offset)
-        p = _Parser(v, starts, what, offset)
+        # int32: a shape predictor's integers are sizes, indices and 24-bit mantissas
+        stream = decode_stream(b, what, offset, partial=not strict, dtype=np.int32)
+        p = _Parser(stream, what, offset)
         version = p.int("the shape_predictor version")
         if version != 1:
             raise p.error(f"expected dlib::shape_predictor version 1, found {version}")
@@ -298,25 +298,25 @@ class shape_predictor:
                 raise p.error(f"level {i}: a split reads feature pixel "
                               f"{max(idx1.max(), idx2.max())} of {nd}")
             levels.append(_Level(a, deltas, idx1, idx2, thresh, leaves))
-        if strict and p.at < len(v):
+        if strict and p.at < len(stream):
             raise p.error(f"expected the end of the file after the shape predictor, but "
-                          f"{len(b) - int(starts[p.at])} more bytes follow")
+                          f"{len(b) - stream.start(p.at)} more bytes follow")
         self.initial_shape, self.levels = initial, levels
         self._mean_shape = _mean_shape_weights(initial)
-        return int(starts[p.at]) if p.at < len(starts) else len(b)
+        return stream.start(p.at) if p.at < len(stream) else len(b)
 
 
 class _Parser:
     """Reads the structure of dlib's shape_predictor record from its decoded integers,
     checking every size against what remains; errors name the byte offset."""
 
-    def __init__(self, v, starts, what, offset):
-        self.v, self.starts, self.what, self.offset, self.at = v, starts, what, offset, 0
+    def __init__(self, stream, what, offset):
+        self.v, self.stream, self.what, self.offset, self.at = stream.values, stream, what, offset, 0
 
     def error(self, message, at=None):
         i = self.at if at is None else at
-        byte = self.offset + (int(self.starts[i]) if i < len(self.starts) else
-                              int(self.starts[-1]) + 1 if len(self.starts) else 0)
+        n = len(self.stream)
+        byte = self.offset + (self.stream.start(i) if i < n else self.stream.start(n - 1) + 1 if n else 0)
         return SerializationError(f"{self.what}: shape_predictor: {message} (at byte offset {byte})")
 
     def need(self, count, what):

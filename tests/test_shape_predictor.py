@@ -85,8 +85,13 @@ def test_packed_codec_equals_dlibs_encoding():
         w.int(int(v))
     data = np.frombuffer(w.bytes(), np.uint8)
     assert packed.encode_ints(values) == w.bytes()
-    starts = packed.token_starts(data, "test")          # several segments of the lockstep walk
-    assert np.array_equal(packed.decode_ints(data, starts), values)
+    stream = packed.decode_stream(data, "test")           # several segments of the lockstep walk
+    assert np.array_equal(stream.values, values)
+    starts = np.cumsum(np.concatenate([[0], [len(packed.encode_ints(v[None])) for v in values[:-1]]]))
+    assert np.array_equal(stream.starts(), starts)
+    assert [stream.start(i) for i in (0, 5, len(values) - 1)] == [starts[0], starts[5], starts[-1]]
+    with pytest.raises(SerializationError, match="does not fit in 32 bits"):
+        packed.decode_stream(data, "test", dtype=np.int32)
     floats = rng.standard_normal(5000).astype(np.float32)
     floats[:6] = [0.0, -0.0, np.inf, -np.inf, 1e-40, 3.0e38]
     w = Writer()
@@ -98,14 +103,14 @@ def test_packed_codec_equals_dlibs_encoding():
     assert np.array_equal(packed.to_floats(m, e), floats)
     # partial: a record followed by other bytes gives the starts up to where they stop
     tail = np.concatenate([data, np.frombuffer(b"\x70" * 100, np.uint8)])
-    assert np.array_equal(packed.token_starts(tail, "test", partial=True)[:len(starts)], starts)
+    assert np.array_equal(packed.decode_stream(tail, "test", partial=True).values[:len(values)], values)
     with pytest.raises(SerializationError, match="byte offset"):
-        packed.token_starts(data[:-1], "test")
+        packed.decode_stream(data[:-1], "test")
     # 10 MB in which chains never meet (01 01 01 ...: two interleaved chains): refused fast
     import time
     start = time.monotonic()
     with pytest.raises(SerializationError, match="line up|byte offset"):
-        packed.token_starts(np.full(10_000_001, 1, np.uint8), "hostile")
+        packed.decode_stream(np.full(10_000_001, 1, np.uint8), "hostile")
     assert time.monotonic() - start < 2
 
 

@@ -3,16 +3,19 @@
 A shape predictor file is tens of millions of packed values and nothing else: integers
 (a control byte, ``size | 0x80 if negative``, then ``size`` magnitude bytes, little-endian)
 and floats (two integers: mantissa, exponent). ``primitives.Reader`` reads one value per
-Python call, which takes minutes for such a file; here the whole stream is decoded in a few
-numpy passes:
+Python call, which takes minutes for such a file; ``decode_stream`` decodes the whole
+stream in a few numpy passes:
 
-1. ``token_starts``: where each integer starts. An integer's length depends on its first
-   byte, so the starts form a chain that cannot be cut anywhere; the stream is cut into
-   segments, and in each one the chains from its first nine bytes (one of which is a real
-   start, as no integer is longer than nine bytes) are walked until they meet (a chain that
-   reads a magnitude byte as a control byte soon lands on a real start or on an invalid
-   byte). From those meeting points all segments are walked in lockstep.
-2. ``decode_ints``: the values, a gather per magnitude byte.
+1. where each integer starts. An integer's length depends on its first byte, so the starts
+   form a chain that cannot be cut anywhere; the stream is cut into segments, and in each
+   one the chains from its first nine bytes (one of which is a real start, as no integer
+   is longer than nine bytes) are walked until they meet (a chain that reads a magnitude
+   byte as a control byte soon lands on a real start or on an invalid byte). From those
+   meeting points all segments are walked in lockstep, marking the starts in a byte mask.
+2. the values, chunk by chunk on several threads: each chunk's starts from the mask, the
+   chain checked (each start is the one before plus its length), a gather per magnitude
+   byte. Nothing as large as the stream is allocated but the mask and the values (fresh
+   memory costs a page fault per 4 KB, which dominated the first version).
 3. ``to_floats`` / ``from_floats``: floats from and to their (mantissa, exponent) pairs,
    as dlib's ``float_details`` does; ``encode_ints`` writes integers back byte for byte.
 """
@@ -26,18 +29,17 @@ import numpy as np
 from ..errors import SerializationError
 from ..tensor_tools.threads import get_num_threads
 
-__all__ = ["token_starts", "decode_ints", "encode_ints", "to_floats", "from_floats"]
+__all__ = ["decode_stream", "PackedStream", "encode_ints", "to_floats", "from_floats"]
 
 _SEGMENT = 32768       # bytes per segment of the lockstep walk (measured on a 100 MB file:
                        # 8 KB segments, one page of each per step, ran 2x slower; 16 to 64 KB
                        # alike)
 _BLOCK = 256           # lockstep steps between marking the starts they reached
 _SYNC_STEPS = 256      # most steps to make a segment's candidate chains meet
-_MAX_STEPS = 2 * _SEGMENT  # most lockstep steps: a segment holds at most _SEGMENT / 2 integers,
-                           # and up to 3 segments whose chains did not meet may follow it
-_CHUNK = 1 << 20       # integers per pass of the checks and the decoding (their temporaries
-                       # stay small: fresh large arrays cost a page fault per 4 KB)
-_LOW_MASKS = np.array([0, 0xFF, 0xFFFF, 0xFFFFFF], np.uint32)   # by magnitude bytes, up to 3
+_MAX_STEPS = 2 * _SEGMENT  # most lockstep steps (partial data: a segment holds at most
+                           # _SEGMENT / 2 integers, and up to 3 segments whose chains did not
+                           # meet may follow it)
+_CHUNK = 1 << 20       # bytes per chunk of the decoding (its temporaries stay in cache)
 _INF_EXP, _NINF_EXP, _NAN_EXP = 32000, 32001, 32002
 
 
@@ -46,69 +48,228 @@ def _control_ok(b):
     return ((b & 0x70) == 0) & (n >= 1) & (n <= 8)
 
 
-def token_starts(b: np.ndarray, what: str, offset: int = 0, partial: bool = False) -> np.ndarray:
-    """The start of every packed integer in ``b`` (a uint8 array), as int64 offsets into
-    ``b``. By default ``b`` must hold packed integers and nothing else, the last ending at its
-    end. ``partial``: the data may go on with something else (a record followed by other
-    records): the starts are returned up to the first byte that cannot be one, and the
+# by control byte (one gather each instead of a few passes of arithmetic): whether it is
+# one, its integer's length, the mask of its first three magnitude bytes, its sign
+_CONTROLS = np.arange(256, dtype=np.uint8)
+_VALID = _control_ok(_CONTROLS)
+_LENGTH = (_CONTROLS & 0x0F) + np.uint8(1)
+_LOW_MASK = np.array([0, 0xFF, 0xFFFF, 0xFFFFFF], np.uint32)[np.minimum(_CONTROLS & 0x0F, 3)]
+_SIGN = np.where(_CONTROLS & 0x80, -1, 1).astype(np.int8)
+class PackedStream:
+    """The packed integers of a byte stream: ``values`` (in order) and, for error messages
+    and for what a record took, ``start(i)``, the byte offset of integer ``i`` (``len(b)``
+    for ``i == len(values)``), recomputed from the walk for the one group of segments that
+    holds it, so that no array of every offset is kept."""
+
+    def __init__(self, values, group_starts, counts, size):
+        self.values = values
+        self._group_starts, self._size = group_starts, size
+        self._before = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+
+    def __len__(self):
+        return len(self.values)
+
+    def start(self, i: int) -> int:
+        if i >= len(self.values):
+            return self._size
+        g = int(np.searchsorted(self._before, i, side="right")) - 1
+        return int(self._group_starts(g)[i - self._before[g]])
+
+    def starts(self) -> np.ndarray:
+        """Every integer's byte offset (int64), for tests and tools."""
+        if len(self.values) == 0:
+            return np.zeros(0, np.int64)
+        groups = [self._group_starts(g) for g in range(len(self._before) - 1)]
+        return np.concatenate(groups)[:len(self.values)].astype(np.int64)
+
+
+def decode_stream(b: np.ndarray, what: str, offset: int = 0, partial: bool = False,
+                  dtype=np.int64) -> PackedStream:
+    """The packed integers in ``b`` (a uint8 array) as a ``PackedStream`` whose values have
+    ``dtype`` (int64, or int32 for records whose integers all fit: a wider one raises). By
+    default ``b`` must hold packed integers and nothing else, the last ending at its end.
+    ``partial``: the data may go on with something else (a record followed by other
+    records): the integers are decoded up to the first byte that cannot be one, and the
     caller reads only as many as its record has. ``what`` and ``offset`` (of ``b`` in the
-    file) name the place in errors."""
+    file) name the place in errors, as ``SerializationError``."""
     n = len(b)
+    dtype = np.dtype(dtype)
     if n == 0:
-        return np.zeros(0, np.int64)
-    step = np.zeros(n + 16, np.uint8)         # an integer's length, read from its control byte
-    np.add(b & 0x0F, 1, out=step[:n], dtype=np.uint8)
+        return PackedStream(np.zeros(0, dtype), None, [], 0)
+    step = np.empty(n + 16, np.uint8)         # an integer's length, read from its control byte
+    _map_chunks(lambda lo: _lengths(b[lo:lo + _CHUNK], step[lo:min(n, lo + _CHUNK)]), range(0, n, _CHUNK))
     step[n:] = 0                              # a chain that reaches the end stays there
     sync = _sync_points(b, step, n)
-    is_start = np.zeros(n + 16, np.uint8)
-    index = np.int32 if n < 2**31 - 16 else np.int64
-    target = sync[1:].astype(index)
-    # walk every segment's chain in lockstep, _BLOCK steps at a time, two numpy calls a step;
-    # a chain that passes its segment's end goes on along the next segment's chain (the
-    # true one, as its end is a start), which only marks starts twice. Whether the chains
-    # really line up is checked once, below (control bytes: by decode_ints).
-    hist = np.empty((_BLOCK, len(target)), index)
-    hist[0] = sync[:-1]
-    lengths = np.empty(len(target), np.uint8)
-    for _ in range(0, _MAX_STEPS, _BLOCK):
-        for k in range(1, _BLOCK):
-            np.take(step, hist[k - 1], out=lengths)
-            np.add(hist[k - 1], lengths, out=hist[k])
-        is_start[hist] = 1
-        if not (hist[-1] < target).any():
-            break
-        hist[0] = hist[-1]
-    else:
+    gaps = np.diff(sync)
+    unmet = gaps > _SEGMENT + _SEGMENT // 2
+    if not partial and unmet.any():
+        # a segment whose candidate chains did not meet: not packed integers there (checked
+        # before the walk, which would otherwise walk every segment as far as the longest)
+        at = int(sync[np.argmax(unmet)]) + _SEGMENT
+        raise SerializationError(f"{what}: no packed integers line up near byte offset "
+                                 f"{offset + at}: not dlib's encoding there")
+    blocks, stuck = _walk(step, sync, min(_MAX_STEPS, int(gaps.max()) // 2 + 2))
+    del step
+    if stuck is not None and not partial:
         # a walk this long means segments whose chains never met: data that is not packed
-        # integers (or a record followed by other data, where partial reading stops anyway)
-        behind = hist[-1] < target
-        if not partial and behind.any():
-            at = int(hist[-1][behind].min())
-            raise SerializationError(f"{what}: no packed integers line up near byte offset "
-                                     f"{offset + at}: not dlib's encoding there")
-    out = np.flatnonzero(is_start[:n].view(bool))       # 4x faster than on uint8
-    del is_start
-    # the chain must be unbroken: each start is the previous one plus its length
+        # integers (a record followed by other data reads with partial=True, and stops)
+        raise SerializationError(f"{what}: no packed integers line up near byte offset "
+                                 f"{offset + stuck}: not dlib's encoding there")
+    per_group = max(1, _CHUNK // _SEGMENT)
+    bounds = list(range(0, len(sync) - 1, per_group)) + [len(sync) - 1]
+    target = sync[1:].astype(blocks[0].dtype)
 
-    def first_break(lo):
-        at = out[lo:lo + _CHUNK + 1]
-        bad = at[1:] != at[:-1] + step[at[:-1]]
-        return lo + int(np.argmax(bad)) if bad.any() else None
+    def group_starts(g):
+        """The starts in segments ``bounds[g]`` to ``bounds[g + 1]``: their chains in
+        order (each row of the walk clamped at its segment's end, which is the next
+        segment's first start), one of each run of equal values, less the last segment's
+        end (the next group's first start, or the data's end)."""
+        s0, s1 = bounds[g], bounds[g + 1]
+        rows = np.empty((s1 - s0, len(blocks), _BLOCK), blocks[0].dtype)
+        for i, block in enumerate(blocks):
+            rows[:, i, :] = block[s0:s1]
+        rows = rows.reshape(s1 - s0, -1)
+        np.minimum(rows, target[s0:s1, None], out=rows)
+        flat = rows.ravel()
+        keep = np.empty(len(flat), bool)
+        keep[0] = True
+        np.not_equal(flat[1:], flat[:-1], out=keep[1:])
+        keep &= flat != target[s1 - 1]
+        return flat[keep]
 
-    breaks = _map_chunks(first_break, range(0, len(out) - 1, _CHUNK))
-    first_bad = next((i for i in breaks if i is not None), None)
-    if partial:     # up to the first break in the chain or the first byte that is no control byte
-        out = out if first_bad is None else out[:first_bad + 1]
-        valid = _control_ok(b[out])
-        return out if valid.all() else out[:int(np.argmax(~valid))]
-    if first_bad is not None:
-        at = int(out[first_bad] + step[out[first_bad]])
-        raise SerializationError(f"{what}: the packed integers (a shape predictor's data) do not line "
-                                 f"up at byte offset {offset + at}")
-    if int(out[-1] + step[out[-1]]) != n:
+    limit = np.uint64(1 << (8 * dtype.itemsize - 1))
+
+    def decode_group(g):
+        """Group ``g``'s values: ``(values, first start, end of its last good integer,
+        (index in the group, byte offset, what) of its first bad one or None)``."""
+        at = group_starts(g).astype(np.intp)
+        if len(at) == 0:
+            return np.zeros(0, dtype), None, None, None
+        lo = int(at[0])
+        at -= lo
+        if lo + int(at[-1]) + 9 < n:
+            src = b[lo:]
+        else:           # the last integers: their magnitude bytes read from a zero-padded copy
+            src = np.zeros(n - lo + 9, np.uint8)
+            src[:n - lo] = b[lo:]
+        control = src.take(at)
+        valid = _VALID.take(control)
+        ends = _LENGTH.take(control) + at
+        broken = ends[:-1] != at[1:]            # the chain: each start is the one before's end
+        problem = None
+        if not valid.all() or broken.any():
+            first_invalid = int(np.argmax(~valid)) if not valid.all() else len(at)
+            first_break = int(np.argmax(broken)) + 1 if broken.any() else len(at)
+            if first_invalid <= first_break:
+                problem = first_invalid, lo + int(at[first_invalid]), "control"
+            else:
+                problem = first_break, lo + int(ends[first_break - 1]), "break"
+            at, control, ends = (x[:problem[0]] for x in (at, control, ends))
+        # most integers have 1 to 3 magnitude bytes: those are read for all (masked by
+        # size), the rare longer ones apart
+        mag = src[1:].take(at).astype(np.uint32)
+        mag |= src[2:].take(at).astype(np.uint32) << 8
+        mag |= src[3:].take(at).astype(np.uint32) << 16
+        mag &= _LOW_MASK.take(control)
+        out = mag.view(np.int32) if dtype == np.int32 else mag.astype(dtype)
+        wide = np.flatnonzero(control & 0x0C)   # 4 to 8 magnitude bytes
+        if len(wide):
+            size = control[wide] & 0x0F
+            big = mag[wide].astype(np.uint64)
+            for j in range(3, 8):
+                big |= (src[at[wide] + 1 + j] * (size > j)).astype(np.uint64) << np.uint64(8 * j)
+            over = big >= limit
+            if over.any():
+                k = int(wide[np.argmax(over)])
+                problem = k, lo + int(at[k]), "wide"
+                big[over] = 0
+            out[wide] = big.astype(dtype)
+        out *= _SIGN.take(control)
+        end = lo + int(ends[-1]) if len(ends) else lo
+        return out, lo, end, problem
+
+    results = _map_chunks(decode_group, range(len(bounds) - 1))
+    counts = [len(r[0]) for r in results]
+    # the first problem in byte order: inside a group, or between two (a group's first
+    # start must be where the group before ended)
+    good, expect, problem = [], 0, None
+    for out, first, end, inside in results:
+        if first is None:
+            continue
+        if first != expect:
+            problem = expect, "break"
+            break
+        if inside is not None:
+            good.append(out[:inside[0]])
+            problem = inside[1:]
+            break
+        good.append(out)
+        expect = end
+    values = np.concatenate(good) if len(good) != 1 else good[0]
+    del results, good
+    stream = PackedStream(values, group_starts, counts, n)
+    if partial:
+        return stream
+    if problem is None and expect != n:
+        last = stream.start(len(values) - 1) if len(values) else 0
         raise SerializationError(f"{what}: the data ends inside a packed integer at byte offset "
-                                 f"{offset + int(out[-1])} (truncated?)")
-    return out
+                                 f"{offset + last} (truncated?)")
+    if problem is not None:
+        at, why = problem
+        if why == "control":
+            raise SerializationError(f"{what}: expected a packed integer at byte offset "
+                                     f"{offset + at}, found the byte 0x{b[at]:02x}")
+        if why == "wide":
+            raise SerializationError(f"{what}: the packed integer at byte offset {offset + at} "
+                                     f"does not fit in {8 * dtype.itemsize} bits")
+        raise SerializationError(f"{what}: the packed integers do not line up at byte offset "
+                                 f"{offset + at}")
+    return stream
+
+
+def _walk(step, sync, steps):
+    """Every segment's chain walked from its meeting point in ``sync``, in lockstep, two
+    numpy calls a step (``step``: each byte's length as a control byte, 0 from the data's
+    end on): ``(blocks, stuck)``, the blocks of ``_BLOCK`` steps, segment-major (row s:
+    segment s's positions; a chain that overshoots its segment's end goes on along the
+    next segment's chain, which the caller clamps away) and, when some chain did not reach
+    its segment's end within ``steps`` (valid integers are two bytes or more: half the
+    longest segment is enough), where the first such one stopped (else None).
+    The walk is bound by Python's per-call time; each block is transposed on another
+    thread meanwhile."""
+    index = np.int32 if len(step) < 2**31 else np.int64
+    target = sync[1:].astype(index)
+    lengths = np.empty(len(target), np.uint8)
+    # two buffers in turn: the walk fills one while the other is transposed
+    buffers = [np.empty((_BLOCK, len(target)), index) for _ in range(2)]
+    hist = buffers[0]
+    hist[0] = sync[:-1]
+    stuck = None
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="dnnpy-packed") as pool:
+        blocks = []
+        for i in range(0, -(-steps // _BLOCK)):
+            for k in range(1, _BLOCK):
+                np.take(step, hist[k - 1], out=lengths)
+                np.add(hist[k - 1], lengths, out=hist[k])
+            blocks.append(pool.submit(np.transpose(hist).copy))
+            behind = hist[-1] < target
+            if not behind.any():
+                break
+            following = buffers[(i + 1) % 2]
+            if i >= 1:
+                blocks[-2].result()     # done with the buffer it transposed
+            following[0] = hist[-1]
+            hist = following
+        else:
+            stuck = int(hist[-1][behind].min())
+        blocks = [f.result() for f in blocks]
+    return blocks, stuck
+
+
+def _lengths(b, out):
+    """Each byte's length as a control byte (``1 + size``), into ``out``, without temporaries."""
+    np.bitwise_and(b, 0x0F, out=out)
+    np.add(out, 1, out=out)
 
 
 def _sync_points(b, step, n):
@@ -139,54 +300,6 @@ def _sync_points(b, step, n):
     if len(points):     # strictly increasing (a segment whose chains met far ahead is dropped)
         points = points[points > np.maximum.accumulate(np.concatenate([[0], points[:-1]]))]
     return np.concatenate([[0], points, [n]]).astype(np.int64)
-
-
-def decode_ints(b: np.ndarray, starts: np.ndarray, what: str = "the data", offset: int = 0) -> np.ndarray:
-    """The values of the packed integers at ``starts`` (int64). A start that is not a
-    control byte, or a magnitude of 2**63 or more, raises ``SerializationError``."""
-    out = np.empty(len(starts), np.int64)
-    # the integers in the last 9 bytes are decoded from a zero-padded copy of those bytes, so
-    # that every integer's magnitude bytes j = 0..7 can be read through views of the data
-    # shifted by 1 + j (bytes beyond an integer's size are masked out)
-    tail = int(np.searchsorted(starts, len(b) - 9))
-    if tail < len(starts):
-        first = int(starts[tail])
-        padded = np.zeros(len(b) - first + 9, np.uint8)
-        padded[:len(b) - first] = b[first:]
-        out[tail:] = decode_ints(padded, starts[tail:] - first, what, offset + first)
-    shifted = [b[1 + j:] for j in range(8)]
-
-    def decode_chunk(lo):
-        at = starts[lo:min(lo + _CHUNK, tail)]
-        control = b[at]
-        valid = _control_ok(control)
-        if not valid.all():
-            bad = int(at[np.argmax(~valid)])
-            raise SerializationError(f"{what}: expected a packed integer at byte offset "
-                                     f"{offset + bad}, found the byte 0x{b[bad]:02x}")
-        size = control & 0x0F
-        # most integers have 1 to 3 magnitude bytes: those are read for all (masked by size),
-        # the rare longer ones apart
-        mag = shifted[0][at].astype(np.uint32)
-        mag |= shifted[1][at].astype(np.uint32) << 8
-        mag |= shifted[2][at].astype(np.uint32) << 16
-        mag &= _LOW_MASKS[np.minimum(size, 3)]
-        chunk = out[lo:lo + len(at)]
-        chunk[:] = mag
-        wide = np.flatnonzero(size > 3)
-        if len(wide):
-            big = chunk[wide].astype(np.uint64)
-            for j in range(3, 8):
-                big |= (shifted[j][at[wide]] * (size[wide] > j)).astype(np.uint64) << np.uint64(8 * j)
-            if int(big.max()) >= 1 << 63:
-                bad = int(at[wide[np.argmax(big >= np.uint64(1 << 63))]])
-                raise SerializationError(f"{what}: the packed integer at byte offset {offset + bad} "
-                                         f"does not fit in 64 bits")
-            chunk[wide] = big.astype(np.int64)
-        np.negative(chunk, out=chunk, where=(control & 0x80) != 0)
-
-    _map_chunks(decode_chunk, range(0, tail, _CHUNK))     # each writes its own part of out
-    return out
 
 
 def _map_chunks(function, chunks):
@@ -225,17 +338,16 @@ def to_floats(mantissa: np.ndarray, exponent: np.ndarray) -> np.ndarray:
     """float32 values of dlib's (mantissa, exponent) pairs, as ``Reader.float32``: the value
     ``mantissa * 2**exponent`` rounded to float32; exponents 32000/32001/32002 (and above)
     are +inf, -inf and NaN."""
-    e = np.asarray(exponent, np.int64)
+    e = np.asarray(exponent)
     # beyond +-400 a float32 has over- or underflowed anyway; int32 for ldexp
-    e32 = np.clip(e, -400, 400).astype(np.int32)
+    e32 = np.clip(e, -400, 400).astype(np.int32, copy=False)
     m = np.asarray(mantissa).astype(np.float32)
     with np.errstate(over="ignore"):
         if len(m) == 0 or np.abs(m).max() < 2.0 ** 24:
             out = np.ldexp(m, e32)       # exact mantissas (dlib's floats have 24 bits): one rounding
         else:                            # wider ones round once, from float64
             out = np.ldexp(np.asarray(mantissa, np.int64).astype(np.float64), e32).astype(np.float32)
-    special = e >= _INF_EXP
-    if special.any():
+    if len(e) and e.max() >= _INF_EXP:
         out[e == _INF_EXP] = np.inf
         out[e == _NINF_EXP] = -np.inf
         out[e >= _NAN_EXP] = np.nan
