@@ -71,7 +71,8 @@ class _Level:
     (trees x leaves x 2*parts), with what the vectorised run needs precomputed."""
 
     __slots__ = ("anchor", "deltas", "idx1", "idx2", "thresh", "leaves", "ntrees", "nsplit",
-                 "depth", "width", "anchor_cols", "dx", "dy", "leaf_rows", "leaf_base", "table")
+                 "depth", "width", "anchor_cols", "dx", "dy", "leaf_rows", "leaf_base", "table",
+                 "pairs", "limit")
 
     def __init__(self, anchor, deltas, idx1, idx2, thresh, leaves):
         self.anchor, self.deltas = anchor, deltas
@@ -86,6 +87,13 @@ class _Level:
         self.idx1 = np.pad(idx1, pad).ravel()
         self.idx2 = np.pad(idx2, pad).ravel()
         self.thresh = np.pad(thresh, pad, constant_values=np.inf).ravel()
+        # what the run reads: both pixels of every split in one take(), and the thresholds
+        # as int16 limits, as the differences of grey levels are integers: d > t exactly
+        # when d > floor(t) (a NaN threshold never goes left, as in dlib; +-inf as ever)
+        self.pairs = np.concatenate([self.idx1, self.idx2]).astype(np.intp)
+        with np.errstate(invalid="ignore"):
+            limit = np.floor(np.nan_to_num(self.thresh.astype(np.float64), nan=np.inf))
+        self.limit = np.clip(limit, -256, 255).astype(np.int16)
         self.leaves = leaves
         # the shape's columns of the anchors' x, then of their y: (2, F) after a reshape
         self.anchor_cols = np.concatenate([2 * anchor, 2 * anchor + 1]).astype(np.intp)
@@ -103,7 +111,9 @@ class _Level:
         every split of every tree is decided at once, then each tree's leaf is looked up
         from its outcomes (or walked through them, for trees too deep for a table)."""
         n = len(f)
-        left = f.take(self.idx1, axis=1) - f.take(self.idx2, axis=1) > self.thresh
+        both = f.take(self.pairs, axis=1)
+        half = len(self.idx1)
+        left = np.subtract(both[:, :half], both[:, half:]) > self.limit
         if self.table is not None:
             code = np.packbits(left.reshape(-1), bitorder="little")
             code = code.view("<u2") if self.width == 16 else code
@@ -446,11 +456,11 @@ def _mean_shape_weights(initial):
 def _to_image(m, b, pts):
     """Shape coordinates ``pts`` (n, 2, k: x and y, float32) mapped into each box's image
     (``m``, ``b``: the unnormalizing transforms) in float64 as dlib's ``m * p + b``, and
-    rounded as dlib's ``point`` conversion, ``floor(v + 0.5)``: int64 (n, 2, k)."""
-    q = pts.astype(np.float64)
-    out = m[:, :, 0, None] * q[:, 0, None] + m[:, :, 1, None] * q[:, 1, None]
-    out += b[:, :, None]
-    out += 0.5
+    rounded as dlib's ``point`` conversion, ``floor(v + 0.5)``: int64 (n, 2, k). (One
+    matmul and ``b + 0.5`` added at once: the float64 sums may differ from dlib's in the
+    last bit, which moves a point only within 1e-13 of a half pixel.)"""
+    out = np.matmul(m, pts.astype(np.float64))
+    out += b[:, :, None] + 0.5
     return np.floor(out, out=out).astype(np.int64)
 
 
