@@ -251,7 +251,7 @@ def test_mutated_records_raise_only_serialization_errors(name):
             pass
 
 
-# -- dlib's exact bytes (inventory section 10.3's example and the reference) --------------
+# -- dlib's exact bytes (the 759-byte example net and the reference) ---------------------
 
 def test_con_6_bytes_of_the_reference_example():
     layer = con_(2, 3, 3, 1, 1)

@@ -37,7 +37,7 @@ def matrices(n, shape=(4, 4), seed=0):
 
 
 def test_verified_759_byte_example():
-    """inventory section 10.3: the bytes dlib wrote for this net after clean()."""
+    """The 759 bytes dlib wrote for this net after clean()."""
     net = EXAMPLE()
     net(matrices(2))
     net.clean()

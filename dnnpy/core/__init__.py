@@ -1,4 +1,5 @@
-"""Network composition: dlib's ``add_layer``, ``add_tag_layer``, ``add_skip_layer``,
+"""Network composition (the four rules every layer follows, on one page:
+docs/core_in_one_page.md): dlib's ``add_layer``, ``add_tag_layer``, ``add_skip_layer``,
 ``repeat`` and ``add_loss_layer``, plus ``layer(net, i | template)`` and ``net_layers``
 (``nodes.py``, ``add_layer.py``, ``repeat.py``, ``loss_node.py``; ``calls.py``: argument
 checks and errors naming layers; ``transfer.py``: ``copy_subnet`` and the converting copy

@@ -117,7 +117,7 @@ class add_loss_layer(net_node):
 
     def _batch_size_argument(self, args, batch_size):
         """``net(data, batch_size)``'s positional batch size, or a TypeError that names the
-        form meant (``to_label`` arguments used to be accepted here)."""
+        form meant (a ``to_label`` argument passed here by mistake is named as such)."""
         extra = self._to_label_parameters()
         fix = (f"; arguments for {self._name()}.to_label ({', '.join(extra)}) go to "
                f"net.process_batch(data, batch_size, {', '.join(map(repr, args))}), to "

@@ -1,6 +1,6 @@
 """Element-wise activation layers (dlib's layers.h), in place where dlib's are.
 
-Forms (inventory section 1.4): C = ``forward_inplace`` + ``backward_inplace(computed_output,
+Two forms, as dlib's layers: C = ``forward_inplace`` + ``backward_inplace(computed_output,
 ...)``, B = ``forward(sub, out)`` + ``backward(gradient_input, sub, params_grad)``.
 relu_, leaky_relu_, sig_, htan_, clipped_relu_, elu_, smelu_ are form C (their gradient
 is written in terms of the output); prelu_, mish_, gelu_, silu_ are form B (their

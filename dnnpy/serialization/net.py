@@ -2,7 +2,7 @@
 
 Each wrapper writes its version int, then its subnet, then its own fields, so the file holds
 every wrapper version (outer to inner), then the input layer, then each layer's details and
-bookkeeping from the input up (reference: ``dlib-dat-format.md`` section 2)::
+bookkeeping from the input up (docs/serialization.md has the whole layout)::
 
     add_loss_layer             int 1, <loss details>, <subnet>
     add_layer (on a layer)     int 2, <subnet>, <details>, bool setup_called,
