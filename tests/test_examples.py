@@ -161,7 +161,7 @@ def test_dnn_introduction_sync_file_resumes(tmp_path, capsys):
 @pytest.mark.slow
 def test_dnn_introduction_learns_the_digits(tmp_path):
     """A shortened real run (4 of the default 15 epochs, all the data): LeNet already
-    generalises. (The full run reaches ~0.98 test accuracy; see the example's docstring.)"""
+    generalises. (The full run reaches ~0.98 test accuracy: docs/examples.md.)"""
     from dnnpy.examples import dnn_introduction
 
     r = dnn_introduction.main(["--quiet", "--epochs", "4", "--out", str(tmp_path)])

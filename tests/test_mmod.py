@@ -261,3 +261,10 @@ def test_mmod_maps_candidates_vectorised(monkeypatch, caplog):
     slow = run()
     assert fast[0] == slow[0] and np.array_equal(fast[1], slow[1]) and fast[2] == slow[2]
     assert np.count_nonzero(fast[1]) > 2 and sum(map(len, fast[2])) > 0   # candidates were there
+
+
+def test_mmod_xml_is_dlibs_bare_element():
+    """dlib's to_xml of loss_mmod_ writes the bare element, whatever the options (loss.h
+    leaves them out: "TODO, add options fields")."""
+    opts = mmod_options(detector_windows=[detector_window_details(40, 40)], use_bounding_box_regression=True)
+    assert loss_mmod_(opts).to_xml() == loss_mmod_().to_xml() == "<loss_mmod/>\n"

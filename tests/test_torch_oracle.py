@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 import dnnpy
-from dnnpy import (layer_norm, rms_norm, avg_pool, bn_con, bn_fc, con, cont, elu, embeddings, fc, fc_no_bias, gelu,
+from dnnpy import (layer_norm, rms_norm, avg_pool, bn_con, bn_fc, clipped_relu, con, cont, elu, embeddings, fc, fc_no_bias, gelu,
                    htan, input_tensor, leaky_relu, loss_binary_hinge, loss_binary_log,
                    loss_mean_squared, loss_multibinary_log, loss_multiclass_log,
                    loss_multiclass_log_per_pixel, max_pool, mish, prelu, relu, resize_to,
-                   sig, silu, softmax, softmax_all, softmaxm, upsample, l2normalize, linear)
+                   sig, silu, smelu, softmax, softmax_all, softmaxm, upsample, l2normalize, linear)
 from dnnpy.tensor import default_dtype
 
 torch = pytest.importorskip("torch")
@@ -75,6 +75,9 @@ ACTS = [
     ("mish", lambda: mish[input_tensor](), F.mish),
     ("elu 0.5", lambda: elu[0.5, input_tensor](), lambda t: F.elu(t, 0.5)),
     ("leaky_relu 0.25", lambda: leaky_relu[0.25, input_tensor](), lambda t: F.leaky_relu(t, 0.25)),
+    ("clipped_relu 2", lambda: clipped_relu[2.0, input_tensor](), lambda t: F.hardtanh(t, 0.0, 2.0)),
+    ("smelu 1.5", lambda: smelu[1.5, input_tensor](),
+     lambda t: torch.where(t >= 1.5, t, torch.where(t <= -1.5, 0 * t, (t + 1.5) ** 2 / 6.0))),
     ("softmax", lambda: softmax[input_tensor](), lambda t: torch.softmax(t, 1)),
     ("softmaxm", lambda: softmaxm[input_tensor](), lambda t: torch.softmax(t, 3)),
     ("softmax_all", lambda: softmax_all[input_tensor](),

@@ -46,7 +46,7 @@ The printed metric compares 256 generated digits with real ones, in pixels:
 The run counts as digits-like when distance <= 2x, classes >= 8 and variety >= 0.5. Each part
 can fail (noise fails the first, the mean digit, which is close in pixels, the last two).
 Pixel distances favour blur over sharp but shifted strokes, so this is a floor, not a
-perceptual score; look at the PNG. The default run: distance about 1.5x, 10 classes.
+perceptual score; look at the PNG.
 """
 
 from __future__ import annotations

@@ -20,11 +20,6 @@ for its command-line photos). With ``--model resnet34_1000_imagenet_classifier.d
 released file, from http://dlib.net/files/) it runs dlib's own ResNet-34 (crops of 227x227;
 ``--crop`` sets the size for other files) on the IMAGE files given. What differs: no
 ``image_window`` and no "Hit enter" pause; the numbers and labels are printed only.
-
-Measured (the net of the default ``dnn_imagenet_train`` run, 200 new shape-class images, 16 crops each,
-one thread, quiet 2-core machine, 2026-12-03): test top-1 0.775, top-5 1.00 (goal top-1 0.8:
-0.025 short, within one standard error of 200 images, +-0.03; the same net's validation top-1
-is 0.80); 5.7 s wall. ``--model`` with dlib's released layout: tests/dlib_cpp/test_released_files.py.
 """
 
 from __future__ import annotations

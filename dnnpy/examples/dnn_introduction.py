@@ -23,7 +23,6 @@ keeps the order it is given), then the net is trained with ``dnn_trainer`` (adam
 reaches dlib's sgd accuracy in fewer epochs on this small set; ``--solver sgd`` gives dlib's
 choice), cleaned and saved with ``dnnpy.serialize``, and its training and testing accuracy are
 printed as dlib prints them.
-On the shipped digits the default run (15 epochs) reaches about 0.98 testing accuracy.
 ``--sync FILE`` makes the trainer save its state every 20 s: kill the run, start it again,
 and it resumes from the file, as dlib's example does with ``mnist_sync``.
 """

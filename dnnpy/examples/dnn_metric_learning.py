@@ -10,9 +10,8 @@ float64 matrix) trained on the 8 unit vectors, two per label (labels 1..4), with
 learning rate drops below 1e-4, exactly as dlib's loop. Then it prints dlib's lines: the
 2-D embedding of every sample and ``num_right`` / ``num_wrong`` over the 28 pairs, a pair
 being right when same-label samples are closer than ``get_distance_threshold()`` (0.6) and
-different-label ones are not. The default run ends with num_wrong: 0 after about 7,000
-steps (the learning rate shrinks 3 times), in about 6 s of CPU. ``--quick`` stops after 30
-steps (num_wrong is then usually not 0). The net is saved in dlib's format.
+different-label ones are not. The default run takes a few seconds of CPU. ``--quick``
+stops after 30 steps (num_wrong is then usually not 0). The net is saved in dlib's format.
 """
 
 from __future__ import annotations

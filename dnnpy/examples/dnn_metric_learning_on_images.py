@@ -20,30 +20,23 @@ As dlib's example:
 What differs, and why: dlib's net (32..256 filters in 5 levels, 150x150 photos of the
 ``johns`` folder) would take hours on a CPU, so this one is narrow and shallow (16, 32, 64
 filters; 32x32 images): 300 identities x 6 images, the last 10 identities held out (never
-trained on). Many identities matter more than many images per identity (with 40 x 12 the
-held-out pair accuracy was about 0.92, with 300 x 6 0.97, before the changes below).
+trained on); many identities generalise better to new ones than many images per identity.
 Two more departures, for clustering new identities (``dnnpy.examples.dnn_face_recognition``),
 where one pair of look-alike identities closer than 0.6 merges two clusters: ``loss_metric``
 has margin 0.2 (``--margin``; dlib's default 0.04, threshold 0.6 kept), so different
 identities are pushed beyond 0.8 and same ones within 0.4; and no ``disturb_colors``
 (``--disturb-colors`` turns it on): on these identities the skin and hair colours *are* the identity, and
 dlib's gamma/colour disturbance made the net blind to them (the identities already vary lighting).
-New 8-identity sets (seeds 1000-1009) clustered right: 2 of 10 with dlib's settings on the
-first version of the identities; on today's identities (less jitter, free hair colours: ``make_identities``) 3 of 10, without
-``disturb_colors`` 5, and then with margin 0.1 7, 0.2 8 (10 of 10 on seeds 2000-2009), 0.3
-8. Longer training (1000, 1200 steps) did not help; neither did 8 identities x 3 images.
 dlib trains until the learning rate drops below 1e-4; here a fixed ``--steps``
 (the last fifth at a tenth of the rate), then ``recompute_bn_running_stats``. dlib prints
 num_right / num_wrong on one fresh 5x5 batch; this example prints those for a held-out batch,
 and the *pair accuracy* on all pairs of the held-out images, balanced (mean of the same-
 and different-identity pair accuracies, so that an untrained net scores about 0.5-0.7), before
 and after training. It trains on one thread (``--threads 1``, undone at the end): beside the
-loader threads, oneDNN's second OpenMP thread spun at every small op's barrier (117 s wall
-with 2 threads, 41.5 s with 1, same result; docs/performance.md, "Threads"). The default run
-(800 steps) reaches a held-out pair accuracy of 1.00 (0.70 untrained; 299 right, 1 wrong on
-the 5x5 batch) in 27.5 s wall, 33.7 s CPU (2-core machine, shared, quiet at the time;
-earlier, under load ~3, the same work took about 41 s wall). It saves the net in dlib's format
-(``metric_network_resnet.dat``) for ``dnnpy.examples.dnn_face_recognition``.
+loader threads, oneDNN's second OpenMP thread spins at every small op's barrier
+(docs/performance.md, "Threads"). The default run (800 steps) takes about half a minute on
+2 CPU cores. It saves the net in dlib's format (``metric_network_resnet.dat``) for
+``dnnpy.examples.dnn_face_recognition``.
 """
 
 from __future__ import annotations

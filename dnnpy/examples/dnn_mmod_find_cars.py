@@ -22,9 +22,6 @@ refines each box to the box around its landmarks, drawn in green as dlib's examp
 detector looks for photographed cars, not for generated drawings, so its metric on a generated
 scene means little.
 
-Measured (default run, net from the default training run): AP 0.8 on the fresh scene (precision
-1, recall 0.8), target 0.8; see dnn_mmod_train_find_cars for the training's numbers and time.
-
 The collapsed maps are computed for all pixels at once (the input layer's pyramid geometry and
 ``input_tensor_to_output_tensor`` take arrays of points), not per pixel as in dlib.
 """

@@ -25,11 +25,6 @@ labelled detections (red ``rear``, yellow ``front``; the label written above eac
 ``shape_predictor`` after it, which refines each box to the box around its landmarks (drawn in
 green); dlib's detector looks for photographed cars, so its numbers on generated drawings mean
 little.
-
-Measured (default run, one thread, shared 2-core machine, 2026-12-03): 8 fresh scenes, rear
-precision / recall / AP 1 / 1 / 1 and front 1 / 1 / 1 (target: per-label AP >= 0.8);
-training (200 steps) testing AP 1, training AP 1; 24 s CPU, 26 s wall, training included
-(the second run, net saved: about 1 s).
 """
 
 from __future__ import annotations

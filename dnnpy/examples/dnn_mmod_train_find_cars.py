@@ -34,34 +34,26 @@ and why: plain scenes (``clutter=0``, noise 6, vehicles 24..44 px, ignore boxes 
 16 and 16 instead of 16, 32, 32 and 55) with dlib's /8 downsampler, two 3x3 rcon layers
 instead of three rcon5 and a 5x5 detection con instead of 9x9 (the 32-px window is 4 output
 cells wide; 3x3 rcon learnt faster in dnn_mmod), and a step cap (``--steps`` 200). Three more
-changes were needed to learn in 200 steps:
+changes let it learn in 200 steps:
 
 - adam(0.0001, 0.9, 0.999) at 0.002 instead of sgd at 0.1: loss_mmod scales each position's
   gradient by 1 / (output size), which counts the 3 windows, and with 3 windows the net must
   also learn which window wins at each vehicle (the wrong one is a false alarm that
-  suppresses the right one). sgd (dnn_mmod's sgd(0.0005, 0.9) at 0.2, or at 0.6) reached
-  testing AP 0.05-0.1 in 150 steps (0.3 in 300); adam 0.55 in 150 steps;
-- ``loss_per_missed_target`` 2 (dlib: 1): with 1, adam reached testing AP 0.65 in 200 and 250
-  steps (it trades recall for precision); with 2, 0.85-0.9;
+  suppresses the right one); sgd learns far too slowly for a 200-step run;
+- ``loss_per_missed_target`` 2 (dlib: 1): with 1 the net trades recall for precision;
 - the bn_con layers average their running statistics over 10 steps (dlib: 100, via
   ``set_all_bn_running_stats_window_sizes``, ``--bn-window``): in a run of 200 steps a
   100-step window still holds the statistics of the untrained net's first steps, and the
-  detections of one image at a time (running statistics) fell far below those of a batch.
+  detections of one image at a time (running statistics) fall far below those of a batch.
 
 dlib shrinks the rate after 50000 training steps or 1000 test steps (30000 iterations) without
 progress, in a run of many thousands of steps; here the thresholds are 100 training steps and
 10 test steps (300 iterations, longer than the run), so that the schedule does not cut the
-rate before the net has learnt (with 4, it cut it within the first 8 test steps).
+rate before the net has learnt.
 ``--solver sgd``, ``--lr``, ``--wd``, ``--miss-loss``, ``--bn-window``, ``--num-rcon``,
 ``--rcon-size`` and ``--det-size`` are tuning options. ``--xml-dir DIR`` trains on dlib's
 dataset folder instead (with these scaled settings: use a GPU and dlib's own numbers for a
 real run).
-
-Measured (default run (quiet 2-core machine, 2026-12-03)): testing precision / recall / AP
-1 / 0.85 / 0.85 (target: AP >= 0.8), upsampled testing AP 0.9, training 1 / 0.889 / 0.889
-(upsampled 0.933); 200 steps; 17 s wall, 26 s CPU. The same settings with one thread gave testing AP 0.9 (training 0.933):
-the thread count changes the sums' rounding, so the numbers move a little between machines.
-``--seed 1``: testing AP 0.935 (training 0.975), 27 s CPU.
 """
 
 from __future__ import annotations

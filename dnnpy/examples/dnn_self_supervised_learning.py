@@ -35,31 +35,10 @@ training images, so that it is a fair baseline); both are printed.
 Not in dlib: on the shape classes each view also goes through ``shuffle_colors`` (a random channel
 permutation and per-channel inversion; ``--dlib-augment`` turns it off, ``--cifar`` never uses
 it). Their colours are random and carry no class information, but ``disturb_colors`` keeps the
-hue, so Barlow Twins matched views by colour (the SimCLR "colour shortcut"); this doubled the
-probe gain (+0.037 -> +0.077 at width 8, 200 steps).
+hue, so Barlow Twins matched views by colour (the SimCLR "colour shortcut"); the shuffle
+removes that shortcut.
 
-Measured (default run: width 12, 300 steps of 32 pairs, crop scale U(0.5, 1)):
-linear-probe test accuracy 0.296 with the SSL features against 0.134 with random-init
-features: **+0.162, the goal of +0.15 is met for seed 0**; 57 s CPU, 48 s wall (quiet 2-core machine,
-2026-12-03). Other seeds of the same run: ``--seed 1`` 0.249 vs 0.164 (+0.085),
-``--seed 2`` 0.242 vs 0.130 (+0.112): the gain is not robust (mean +0.120 over seeds 0-2):
-with 20 labels per class and 1000 test images the probe moves by a few points, and how well
-Barlow Twins trains moves more (SSL accuracy 0.18-0.31 across seeds and settings).
-Tried at 300 steps, one thread (gains for seeds 0 / 1 / 2, bn recompute on; the lambda,
-cosine-at-1e-3, batch and width runs with crop U(0.7, 1)): crop scale U(0.7, 1)
-(+0.133 / +0.101 / +0.148, mean +0.127: no clearer than dlib's 0.5); lambda 0.02 (+0.106 /
-+0.147), 0.004 (seed 1 +0.091), 0.05 (seed 1 collapses, +0.016); cosine schedule with warm-up
-(seed 1 +0.094; peak 2e-3, seed 0 +0.131) or warm-up only (+0.069 / +0.112 for seeds 1 / 2);
-batch 64 x 150 steps (seed 1 +0.071); dims 64 / hidden 256 (seed 1 +0.079); width 16 x 200
-steps (seed 1 +0.056); width 10 x 330 steps (+0.048 / +0.154); random 90-degree rotations of
-the views (150 steps, seed 0 +0.052); L2 or square-root normalisation of the features before
-the probe (changes within +-0.04 either way, no trend). 150 steps (the previous default, bn
-recompute off): +0.103 / +0.049; bn recompute at 150 steps: seed 0 +0.118. Earlier, at 150
-steps: 600 steps at width 8 without the colour shuffle (0.200), learning rate 2e-3 (training
-fails) or 5e-4 / 2.5e-4 (0.174), all-grey views (0.156), dims 512 (0.208-0.221), 60 labels
-per class (+0.024). More steps help (seed 0: +0.118 at 150, +0.162 at 300) but 300 fill the
-minute on this machine (about 0.13 s of training and 0.05 s of augmentation per step).
---quick: about 1 s.
+The default run (width 12, 300 steps of 32 pairs) takes about a minute on 2 CPU cores.
 """
 
 from __future__ import annotations

@@ -19,22 +19,18 @@ car_front, truck and van objects, each in a random vivid colour, on colour gradi
 (``clutter=0.5``, half make_scene's default) with pixel noise (``noise=8``), with the 1-pixel
 ``label_to_ignore`` ring of VOC's border), 6 classes with the background. The kinds are told
 apart by their parts (eyes, wheels, lights, windows, grille), as VOC's classes are; make_scene's
-plain disc / square / triangle were dropped: this narrow net did not learn to tell those three
-apart by outline alone within a CPU minute (IoU <= 0.2 each). The net is dlib's with widths /8
+plain disc / square / triangle are left out: this narrow net does not learn to tell those three
+apart by outline alone within a CPU minute. The net is dlib's with widths /8
 and two levels instead of four (``--levels``); crops are 65x65 (odd, as dlib's 227, so the
 net's output is the crop's size); batches come from a ``dnnpy.data.prefetch`` thread, with
 dlib's crop, flip and colour offset, from a ``dlib_rand`` seeded per batch so runs repeat; it
 trains ``--steps`` mini-batches with ``adam`` under a cosine learning-rate schedule (dlib's sgd
 at 0.1 needs far more steps than a CPU minute allows). It trains on ONE thread
 (``--threads 1``, undone at the end): the net's ops are tiny, and with oneDNN's 2-thread
-OpenMP pool beside the loader thread every op waited at libgomp's spinning barrier, 5-10x the
-step's CPU time (docs/performance.md, "Threads"). Besides dlib's accuracy lines it prints the
+OpenMP pool beside the loader thread every op waits at libgomp's spinning barrier
+(docs/performance.md, "Threads"). Besides dlib's accuracy lines it prints the
 mean IoU over the classes (pixels of ``label_to_ignore`` excluded, IoU averaged over the
-classes present in truth or prediction).
-Measured (default run, seeded, repeats exactly; quiet 2-core machine, 2026-12-03): validation pixel accuracy
-0.979 and mean IoU 0.842 (goal 0.9 / 0.7), 34.6 s wall, 42 s CPU
-(the loader thread runs beside the training one); details and the runner's numbers in
-docs/examples.md.
+classes present in truth or prediction). The default run is seeded, so it repeats.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """dlib's dnn_yolo_train_ex: train a YOLOv3 detector with ``loss_yolo``.
 
-    python -m dnnpy.examples.dnn_yolo_train [--steps 300] [--data DIR] [--anchors 9] [--map]
+    python -m dnnpy.examples.dnn_yolo_train [--steps 400] [--data DIR] [--anchors 9] [--map]
 
 dlib's example trains YOLOv3 (Redmon and Farhadi, "YOLOv3: An Incremental Improvement") on any
 imglab dataset (``DIR/training.xml``, ``DIR/testing.xml``): a DarkNet-53 backbone of
@@ -35,24 +35,11 @@ After training the bn running statistics are recomputed (``recompute_bn_running_
 the letterboxed training images) before the copy into the inference type. dlib's
 ``setup_detector`` sets a 1000-step statistics window, so after a few hundred steps the
 running statistics are the average over the whole run, dominated by the untrained net's
-first steps; the inference copy then scored confident boxes everywhere (mAP 0.026, while the
-training net in batch mode scored 0.42 on the same images; fused and unfused copies agree).
+first steps; the inference copy would otherwise score confident boxes everywhere.
 
-Why at least 8 filters: with dlib's widths divided by 16 the stem was 2 and 4 filters wide
-(dlib's 32 and 64). That bottleneck made the run a lottery over the seed: seed 0 scored 0.79,
-seeds 1 and 2 0.39 and 0.45, each with one or two labels barely found (seed 1: car 0.28, truck
-0.13; seed 2: smiley 0.02, every smiley scored objectness ~0.01 although the yellow disc is the
-easiest object; the boxes found for the other labels were fine), while the loss curves of all
-seeds looked alike. The seed sets both the scenes and the initialisation; with the same
-scenes and seeds, 8 filters in the stem (about 20 % more CPU per step) lifted seeds 1 and 2 to
-0.85 and 0.86, so the bottleneck, not the scenes, was the cause. 300 steps instead of 400
-were not enough (0.62, 0.68).
-
-Measured (default run, seeded, 1 compute thread + 1 loader, quiet 2-core machine,
-2026-12-03): testing mAP@0.5 per seed: 0 -> 0.82 (car 0.88, smiley 0.87, truck 0.71), 1 -> 0.85,
-2 -> 0.86, 3 -> 0.72 (truck 0.41): the target 0.6 is met for seeds 0-3. 56.5 s wall, 67 s CPU
-(the 2..64-filter net took 33 s wall).
-Trucks (tall) are the weakest label.
+Why at least 8 filters: with dlib's widths divided by 16 the stem would be 2 and 4 filters wide
+(dlib's 32 and 64), a bottleneck that made the result depend on the seed (some labels barely
+found); 8 filters in the stem cost about 20 % more CPU per step.
 """
 
 from __future__ import annotations

@@ -45,10 +45,7 @@ whose next character the (training-type) net predicts. The generation match, pri
 the generated text: the generated characters compared position by position with the text that
 really follows the prompt's first ``T`` characters in the training text (over
 ``min(--generation-length, characters left)`` positions); the fraction equal, and the length
-of the exact prefix. Measured, default run (seeded, so it repeats): training accuracy 0.9986
-(1473 of 1475 windows; dlib's training net, dropout on), generation match 1.0000 (400 of 400
-characters: the text dlib's comment shows, to the character), 13 s wall, 8.6 s CPU on a shared
-2-core machine (2026-12-03, load average 8; noisy). Seeds 1 and 2: accuracy 0.9993, match 1.0.
+of the exact prefix. The default run is seeded, so it repeats.
 """
 
 from __future__ import annotations
