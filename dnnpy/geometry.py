@@ -38,7 +38,7 @@ def _fmt(v):
     return f"{v:g}" if isinstance(v, float) else str(v)
 
 
-class _rect_base:
+class rectangle_base:
     """What rectangle and drectangle share: corners ``l, t, r, b`` (inclusive)."""
 
     __slots__ = ("l", "t", "r", "b")
@@ -101,13 +101,13 @@ class _rect_base:
     def contains(self, p_or_rect, y=None):
         if y is not None:
             p_or_rect = (p_or_rect, y)
-        if isinstance(p_or_rect, _rect_base):
+        if isinstance(p_or_rect, rectangle_base):
             return self._contains_rect(type(self)._coerce(p_or_rect))
         x, y = p_or_rect
         return not (x < self.l or x > self.r or y < self.t or y > self.b)
 
     def __eq__(self, other):
-        return (isinstance(other, _rect_base)
+        return (isinstance(other, rectangle_base)
                 and (self.l, self.t, self.r, self.b) == (other.l, other.t, other.r, other.b))
 
     def __hash__(self):
@@ -123,7 +123,7 @@ class _rect_base:
         return f"{type(self).__name__}({self.l!r}, {self.t!r}, {self.r!r}, {self.b!r})"
 
 
-class rectangle(_rect_base):
+class rectangle(rectangle_base):
     """dlib's ``rectangle``: integer corners, ``width() == right - left + 1``.
 
     ``rectangle(l, t, r, b)``; ``rectangle()`` is empty; ``rectangle(w, h)`` (two numbers) and
@@ -170,7 +170,7 @@ class rectangle(_rect_base):
         return (self.l, self.t, self.r, self.b) < (other.l, other.t, other.r, other.b)
 
 
-class drectangle(_rect_base):
+class drectangle(rectangle_base):
     """dlib's ``drectangle``: double corners; ``width() == right - left + 1`` as well."""
 
     __slots__ = ()
@@ -226,7 +226,7 @@ def dcenter(rect):
 def centered_rect(p, width, height):
     """dlib's ``centered_rect(point, w, h)`` (also accepts a rectangle, centred on its
     integer midpoint as dlib's overload does)."""
-    if isinstance(p, _rect_base):
+    if isinstance(p, rectangle_base):
         r = rectangle._coerce(p)
         p = (_div_trunc(r.l + r.r, 2), _div_trunc(r.t + r.b, 2))
     x, y = round_point(p) if isinstance(p[0], float) or isinstance(p[1], float) else p
@@ -238,7 +238,7 @@ def centered_rect(p, width, height):
 
 def centered_drect(p, width, height):
     """dlib's ``centered_drect(dpoint, w, h)``; ``p`` may be a drectangle (its dcenter)."""
-    if isinstance(p, _rect_base):
+    if isinstance(p, rectangle_base):
         p = dcenter(p)
     width, height = float(width) - 1, float(height) - 1
     return drectangle(p[0] - width / 2, p[1] - height / 2, p[0] + width / 2, p[1] + height / 2)

@@ -4,8 +4,9 @@ A solver is called as ``step = solver(learning_rate, layer_details, params_grad)
 the tensor to ADD to the layer's parameters; ``net.update_parameters(solvers,
 learning_rate)`` does that for every computational layer, one solver each (index 0 is the
 layer nearest the output, as in dlib). The layer's learning-rate and weight-decay
-multipliers scale the step; for ``fc_`` (with bias), ``con_``, ``cont_`` and ``bn_`` the bias
-block gets the bias multipliers instead, unless both are 1 (dlib's special cases).
+multipliers scale the step; a layer with a bias block (its ``bias_offset``: ``fc_`` with bias,
+``con_``, ``cont_``, ``bn_``) gets the bias multipliers there instead, unless both are 1
+(dlib's special cases).
 """
 
 from __future__ import annotations
@@ -17,28 +18,17 @@ import numpy as np
 from . import tensor_tools as tt
 from .core import check_net
 from .layers.base import get_learning_rate_multiplier, get_weight_decay_multiplier
-from .layers.conv import con_, cont_
-from .layers.fc import FC_HAS_BIAS, fc_
-from .layers.norm import bn_
 from .tensor import resizable_tensor
 
 __all__ = ["sgd", "adam", "make_solvers"]
 
 
-def _bias_offset(details, size):
-    """Where dlib's solver overloads put the bias block of a layer, or None."""
-    if isinstance(details, fc_) and details.get_bias_mode() == FC_HAS_BIAS:
-        return size - details.get_num_outputs()
-    if isinstance(details, (con_, cont_)):
-        return size - details.num_filters()
-    if isinstance(details, bn_):
-        return size // 2
-    return None
-
-
 def _ranges(details, size, lr, wd):
     """``(begin, end, lr, wd)`` pieces of one update (dlib's ``update_considering_bias``)."""
-    offset = _bias_offset(details, size)
+    # the layer says where its bias block is (dlib's solver overloads; a user's layer without
+    # the method has none)
+    bias_offset = getattr(details, "bias_offset", None)
+    offset = bias_offset(size) if bias_offset is not None else None
     if offset is None:
         return [(0, size, lr, wd)]
     blr = details.get_bias_learning_rate_multiplier()

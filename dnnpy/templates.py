@@ -34,7 +34,7 @@ from .constructor_arguments import (converted, describe, input_takes, looks_like
 from .inputs.base import input_layer
 
 __all__ = ["NetType", "layer_template", "loss_template", "SUBNET", "repeat", "repeat_group",
-           "tag_templates", "skip_templates", "tag_template", "skip_template", "is_tag_template",
+           "tag_templates", "skip_templates", "tag_template", "skip_template", "is_tag_template", "check_tag",
            "tag_with_id", "register_input", "registered", "is_input_type", "actual_net_type",
            "refresh_net_types", "prototype_type"]
 
@@ -564,10 +564,19 @@ def tag_template(name, tag_id):
     return _named_tag("tag", add_tag_layer, name, tag_id)
 
 
-def skip_template(name, tag_id):
+def skip_template(name, tag_id, node_cls=add_skip_layer):
     """A skip to the nearest tag with id ``tag_id`` below it, dlib's ``add_skip_layer<ID,
-    SUBNET>``; see ``tag_template``."""
-    return _named_tag("skip", add_skip_layer, name, tag_id)
+    SUBNET>``; see ``tag_template``. ``node_cls``: a subclass of ``add_skip_layer`` whose
+    ``is_my_tag`` chooses the tag another way (the inception block's ``iskip``)."""
+    return _named_tag("skip", node_cls, name, tag_id)
+
+
+def check_tag(layer_name, tag):
+    """``tag`` if it is a tag template (``tag1``, ``itag0``, a ``tag_template``), which a
+    merge-like layer reads with ``layer(sub, tag)``; else a TypeError naming ``layer_name``."""
+    if not (isinstance(tag, _tag_template) and tag.node_cls is add_tag_layer):
+        raise TypeError(f"{layer_name}: expected a tag template (tag1, tag2, ...), got {tag!r}")
+    return tag
 
 
 def _make_subnet_placeholder():

@@ -148,3 +148,64 @@ def test_public_methods_of_nets_and_tensors_have_docstrings():
     missing = [f"{c.__name__}.{name}" for c in classes for name, f in inspect.getmembers(c)
                if not name.startswith("_") and callable(f) and not inspect.getdoc(f)]
     assert not missing, f"public methods without a docstring: {missing}"
+
+
+# The layers, bottom to top: a module may import from its own level and the ones below,
+# never from above (docs/index.md, "The package's layout"). A new top-level module or
+# package gets a level here.
+LEVELS = {
+    # foundations: no nets, no tensors
+    "errors": 0, "printing": 0, "atomic": 0, "rand": 0, "geometry": 0, "distributed": 0,
+    # arrays and images
+    "tensor": 1, "image": 1, "png": 1,
+    # the ops and their twins
+    "tensor_tools": 2,
+    # nets: nodes, input layers
+    "core": 3, "inputs": 3, "constructor_arguments": 3,
+    # bracket templates
+    "templates": 4,
+    # computational layers
+    "layers": 5,
+    # what sits on the layers: losses, visitors, the gradient checkers, dlib's spellings
+    "loss": 6, "visitors": 6, "testing": 6, "testing_loss": 6, "spellings": 6,
+    # on the whole catalogue: the parser, the solvers, C++ declarations, training statistics
+    "parsing": 7, "solvers": 7, "cpp": 7, "statistics": 7,
+    # files
+    "serialization": 8,
+    # applications of nets and files
+    "training": 9, "onnx": 9, "data": 9, "datasets": 9, "linear_classifier": 9, "landmarks": 9,
+    "object_detector": 9, "faces": 9, "models": 9, "face_recognition": 9,
+    # front ends
+    "cli": 10, "face_recognition_cli": 10, "examples": 10, "__main__": 10, "dnnpy": 10,
+}
+
+
+def _unit(module):
+    """``dnnpy.layers.conv`` -> ``layers``; ``dnnpy.geometry`` -> ``geometry``; ``dnnpy`` -> ``dnnpy``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def test_every_module_has_a_level():
+    assert sorted({_unit(m) for m in MODULES} - set(LEVELS)) == []
+
+
+def test_imports_run_down_the_layers():
+    upward = sorted((a, b) for a, edges in _graph().items() for b in edges
+                    if LEVELS[_unit(b)] > LEVELS[_unit(a)])
+    assert not upward, f"imports from a higher level (move the shared code down): {upward}"
+
+
+def test_no_private_name_imported_from_another_package():
+    """``from X import _name`` only inside one package (or one top-level module): what
+    another package needs gets a public name in the right layer."""
+    crossing = []
+    for name, (path, is_pkg) in MODULES.items():
+        for node in ast.walk(ast.parse(open(path).read())):
+            if isinstance(node, ast.ImportFrom):
+                for target in _resolve(name, is_pkg, node):
+                    private = [a.name for a in node.names
+                               if a.name.startswith("_") and not a.name.startswith("__")]
+                    if private and _unit(target) != _unit(name):
+                        crossing.append((name, target, private))
+    assert not crossing, f"private names imported across packages: {crossing}"

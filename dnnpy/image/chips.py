@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from ..geometry import (OBJECT_PART_NOT_PRESENT, _rect_base, centered_drect, dcenter, drectangle,
+from ..geometry import (OBJECT_PART_NOT_PRESENT, rectangle_base, centered_drect, dcenter, drectangle,
                         full_object_detection, get_rect, grow_rect, lround, rectangle, translate_rect)
 from .pyramid import pyramid_down
 from .resize import _check_hw
@@ -64,7 +64,7 @@ class chip_details:
         if rect is None:
             self.rect, self.rows, self.cols = drectangle(), 0, 0
             return
-        if not isinstance(rect, _rect_base):
+        if not isinstance(rect, rectangle_base):
             raise TypeError(f"chip_details: rect must be a rectangle or drectangle, got {type(rect).__name__}")
         self.rect = drectangle._coerce(rect)
         if size_or_dims is None:

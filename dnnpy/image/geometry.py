@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from ..geometry import _rect_base, center, dcenter, get_rect, lround, mmod_rect, rectangle
+from ..geometry import rectangle_base, center, dcenter, get_rect, lround, mmod_rect, rectangle
 from .pyramid import pyramid_down
 from .resize import _check_image, _resize_into
 from .transforms import (find_affine_transform, interpolate_quadratic, inv, point_transform_affine,
@@ -59,7 +59,7 @@ def _check_dataset(images, objects, name):
 
 
 def _box(o, name):
-    if isinstance(o, (mmod_rect, _rect_base)):
+    if isinstance(o, (mmod_rect, rectangle_base)):
         return rectangle._coerce(o)
     raise TypeError(f"{name}: objects must be lists of rectangle or mmod_rect, got {type(o).__name__}")
 

@@ -23,7 +23,7 @@ __all__ = ["pyramid_down", "compute_tiled_image_pyramid_details", "create_tiled_
 _U64 = 1 << 64
 
 
-class _pyramid_down_n:
+class pyramid_down_n:
     """dlib's ``pyramid_down<N>``: each level is ``(N-1)/N`` the size of the one above it.
     N == 1 disables the pyramid, N == 2 and N == 3 are dlib's specialised 2:1 and 3:2
     pyramids (their own point maps and level sizes). Calling it on an image downsamples the
@@ -159,7 +159,7 @@ class _pyramid_down_n:
         return (v / den).astype(img.dtype)
 
     def __eq__(self, other):
-        return isinstance(other, _pyramid_down_n) and other.N == self.N
+        return isinstance(other, pyramid_down_n) and other.N == self.N
 
     def __hash__(self):
         return hash(("pyramid_down", self.N))
@@ -204,7 +204,7 @@ class _pyramid_down_template:
         n = int(n)
         pyr = self._cache.get(n)
         if pyr is None:
-            pyr = self._cache[n] = _pyramid_down_n(n)
+            pyr = self._cache[n] = pyramid_down_n(n)
         return pyr
 
     __call__ = __getitem__
@@ -321,7 +321,7 @@ def create_tiled_pyramid(img, pyr, padding=10, outer_padding=0):
     level (dlib's ``tt::resize_bilinear``), so their levels differ from these by rounding for
     N >= 4, and are a different filter for N == 2 and 3 (as in dlib)."""
     img = _check_image(img, "create_tiled_pyramid")
-    if not isinstance(pyr, _pyramid_down_n):
+    if not isinstance(pyr, pyramid_down_n):
         raise TypeError(f"create_tiled_pyramid: pyr must be a pyramid such as pyramid_down(6), got {pyr!r}")
     padding, outer_padding = _padding(padding, "padding"), _padding(outer_padding, "outer_padding")
     nr, nc = img.shape[:2]

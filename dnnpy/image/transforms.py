@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from ..geometry import _rect_base, centered_drect, centered_rect, dcenter, drectangle, lround, rectangle
+from ..geometry import rectangle_base, centered_drect, centered_rect, dcenter, drectangle, lround, rectangle
 from .matrix_la import pinv, svd3
 from .resize import _check_hw as _check_image
 
@@ -200,7 +200,7 @@ class rectangle_transform:
     def __call__(self, r):
         if isinstance(r, drectangle):
             return self._drect(r)
-        if not isinstance(r, _rect_base):
+        if not isinstance(r, rectangle_base):
             r = rectangle._coerce(r)
         d = self._drect(drectangle._coerce(r))
         return centered_rect(dcenter(d), lround(d.width()), lround(d.height()))

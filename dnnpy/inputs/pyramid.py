@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import tensor_tools as tt
 from ..geometry import drectangle, rectangle, round_point
-from ..image.pyramid import (_pyramid_down_n, compute_tiled_image_pyramid_details, image_to_tiled_pyramid,
+from ..image.pyramid import (pyramid_down_n, compute_tiled_image_pyramid_details, image_to_tiled_pyramid,
                              pyramid_down, tiled_pyramid_to_image)
 from ..tensor import alias_tensor
 from .base import input_layer, refuse_one_input, rgb_averages, safe_cast
@@ -277,7 +277,7 @@ class _pyramid_input_template:
         self.name, self._base, self._cache = name, base, {}
 
     def __getitem__(self, pyr):
-        if not isinstance(pyr, _pyramid_down_n):
+        if not isinstance(pyr, pyramid_down_n):
             raise TypeError(f"{self.name}[...] takes a pyramid type such as pyramid_down(6), got {pyr!r}")
         cls = self._cache.get(pyr)
         if cls is None:

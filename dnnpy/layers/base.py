@@ -107,6 +107,12 @@ class computational_layer:
     def setup(self, sub):
         pass
 
+    def bias_offset(self, size):
+        """Where the bias block starts in this layer's ``size`` parameters, for the solvers,
+        which give it the bias multipliers (dlib's solver overloads for ``fc_``, ``con_``,
+        ``cont_`` and ``bn_``); None: no separate bias block (the default)."""
+        return None
+
     def get_layer_params(self):
         return self.params
 

@@ -67,6 +67,10 @@ class _conv_base(sliding_window, computational_layer, with_multipliers):
     def num_filters(self):
         return self.num_filters_
 
+    def bias_offset(self, size):
+        """The biases follow the filters: the last ``num_filters`` parameters."""
+        return size - self.num_filters()
+
     def nr(self):
         return self.nr_ if self.nr_ else self.filters.nr()
 

@@ -45,6 +45,11 @@ class fc_(dense_base, with_multipliers):
     def _has_bias(self):
         return self.bias_mode == FC_HAS_BIAS and self.use_bias
 
+    def bias_offset(self, size):
+        """With FC_HAS_BIAS, the biases are the last ``num_outputs`` parameters (as dlib's
+        solver, whether or not the bias is disabled)."""
+        return size - self.get_num_outputs() if self.get_bias_mode() == FC_HAS_BIAS else None
+
     def _no_bias_reason(self):
         return "the bias is disabled" if self.bias_mode == FC_HAS_BIAS else super()._no_bias_reason()
 

@@ -13,16 +13,15 @@ from __future__ import annotations
 from .. import tensor_tools as tt
 from ..core import layer
 from ..tensor import alias_tensor
-from ..templates import layer_template, tag_templates
+from ..templates import check_tag, layer_template, tag_templates
 from ._serial import read_alias, write_alias
 from .base import computational_layer
-from .resize import _check_tag, _keeps_tags
 
 __all__ = ["add_prev_", "mult_prev_", "multm_prev_", "scale_", "scale_prev_",
            "add_prev", "mult_prev", "multm_prev", "scale", "scale_prev"]
 
 
-class _tag_merge(_keeps_tags, computational_layer):
+class _tag_merge(computational_layer):
     """Holds the tag (``self.tag``, a tag template; ``self.id``, its number) and prints
     ``<name><id>`` as dlib's ``operator<<`` does."""
 
@@ -44,7 +43,7 @@ class _tag_merge(_keeps_tags, computational_layer):
         super().__init__()
         # any tag template: tag1..tag10, dlib's itag0..itag5 (``add_prev<itag3, ...>`` in
         # slm_advanced's mixture of experts) or one made with tag_template
-        self.tag = _check_tag(type(self).__name__, tag)
+        self.tag = check_tag(type(self).__name__, tag)
         self.id = tag.id
 
     def _tag_list(self):

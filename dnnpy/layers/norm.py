@@ -125,6 +125,10 @@ class bn_(_normalization):
     dot_name = "batch_norm"
     inference_form = "affine"    # what inference_copy makes of it (net(x) hints at that)
 
+    def bias_offset(self, size):
+        """gamma, then beta: beta is the second half of the parameters."""
+        return size // 2
+
     def template_args(self):
         return {"mode": self.mode,
                 "running_stats_window_size": self.running_stats_window_size,

@@ -9,12 +9,11 @@ gradient.
 from __future__ import annotations
 
 from .. import tensor_tools as tt
-from ..core import add_skip_layer, add_tag_layer, layer
+from ..core import add_skip_layer, layer
 from ..tensor import alias_tensor
-from ..templates import SUBNET, NetType, _tag_template, layer_template
+from ..templates import SUBNET, NetType, check_tag, layer_template, skip_template, tag_template
 from ._serial import read_type_ints, version_only
 from .base import check_int, computational_layer
-from .resize import _check_tag, _keeps_tags
 
 __all__ = ["reorg_", "transpose_", "extract_", "slice_", "concat_", "reorg", "transpose",
            "extract", "slice", "concat2", "concat3", "concat4", "concat5",
@@ -268,7 +267,7 @@ class slice_(computational_layer):
                       shape=(n, self.k, self.nr, self.nc))
 
 
-class concat_(_keeps_tags, computational_layer):
+class concat_(computational_layer):
     """Concatenates the outputs of the tagged layers along k, in the order of ``tags``
     (they must agree in num_samples, nr and nc). Its own subnet only hosts the tags."""
 
@@ -278,7 +277,7 @@ class concat_(_keeps_tags, computational_layer):
         super().__init__()
         if not tags:
             raise TypeError("concat_: needs at least one tag")
-        self.tags = tuple(_check_tag("concat_", t) for t in tags)
+        self.tags = tuple(check_tag("concat_", t) for t in tags)
 
     def tag_count(self):
         return len(self.tags)
@@ -371,8 +370,7 @@ concat5 = layer_template("concat5", _concat_n(5))
 # ----------------------------------------------------------------------------------------
 # inception: dlib's private tags (ids 1000..1005) and the skip back to the block's input
 
-itag0, itag1, itag2, itag3, itag4, itag5 = (
-    _tag_template(f"itag{i}", add_tag_layer, 1000 + i) for i in range(6))
+itag0, itag1, itag2, itag3, itag4, itag5 = (tag_template(f"itag{i}", 1000 + i) for i in range(6))
 
 
 class _iskip_node(add_skip_layer):
@@ -383,7 +381,7 @@ class _iskip_node(add_skip_layer):
         return node.template is itag0
 
 
-iskip = _tag_template("iskip", _iskip_node, 1000)
+iskip = skip_template("iskip", 1000, node_cls=_iskip_node)
 
 
 def _substitute(net_type, subnet):

@@ -7,13 +7,12 @@ subnet's gradient. None of these layers has parameters.
 
 from __future__ import annotations
 
-import copy
 import numbers
 
 from .. import tensor_tools as tt
-from ..core import add_tag_layer, layer
+from ..core import layer
 from ..tensor import alias_tensor
-from ..templates import _template, layer_template
+from ..templates import check_tag, layer_template
 from ._serial import read_type_ints, version_only
 from .base import check_int, computational_layer
 
@@ -292,26 +291,7 @@ def _flatten(k, nr, nc):
     return reshape_to_(int(k) * int(nr) * int(nc), 1, 1)
 
 
-def _check_tag(layer_name, tag):
-    """The tag template a merge-like layer reads (``tag1``, ``itag0``, ...)."""
-    if not (isinstance(tag, _template) and getattr(tag, "node_cls", None) is add_tag_layer):
-        raise TypeError(f"{layer_name}: expected a tag template (tag1, tag2, ...), got {tag!r}")
-    return tag
-
-
-class _keeps_tags:
-    """Deep copies share the tag templates (``layer(sub, tag)`` matches them by identity)."""
-
-    def __deepcopy__(self, memo):
-        for t in self._tag_list():
-            memo[id(t)] = t
-        new = object.__new__(type(self))
-        for name, value in self.__dict__.items():
-            setattr(new, name, copy.deepcopy(value, memo))
-        return new
-
-
-class resize_prev_to_tagged_(version_only, _keeps_tags, computational_layer):
+class resize_prev_to_tagged_(version_only, computational_layer):
     """Bilinear-resize the subnet's output to the tagged layer's ``nr x nc`` (a plain copy
     when they already agree); k and num_samples are the subnet's."""
 
@@ -323,7 +303,7 @@ class resize_prev_to_tagged_(version_only, _keeps_tags, computational_layer):
 
     def __init__(self, tag):
         super().__init__()
-        self.tag = _check_tag("resize_prev_to_tagged_", tag)
+        self.tag = check_tag("resize_prev_to_tagged_", tag)
 
     @property
     def id(self):

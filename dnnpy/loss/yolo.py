@@ -48,8 +48,7 @@ import numpy as np
 
 from ..core import layer
 from ..geometry import centered_drect, drectangle, test_box_overlap
-from ..layers.resize import _check_tag
-from ..templates import loss_template
+from ..templates import check_tag, loss_template
 from ._serialize import (read_count, read_string_vector, read_test_box_overlap, write_string_vector,
                          write_test_box_overlap)
 from .base import loss_layer
@@ -116,7 +115,7 @@ class anchor_box_details:
 def _tag_id(tag, who):
     """The id of a tag template: ``tag1..tag10`` or any ``tag_template(name, id)`` (dlib's
     yolo example tags its heads with ids 4008, 4016, 4032)."""
-    return _check_tag(who, tag).id
+    return check_tag(who, tag).id
 
 
 class yolo_options:
