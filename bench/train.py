@@ -103,7 +103,7 @@ import dnnpy.tensor_tools as tt  # noqa: E402
 from dnnpy import (add_prev1, avg_pool_everything, bn_con, con, fc, fc_no_bias, input_rgb_image,  # noqa: E402
                    input_rgb_image_sized, loss_metric, loss_multiclass_log, max_pool, relu, tag1)
 from dnnpy import core, models  # noqa: E402
-from dnnpy.datasets import synthetic_images  # noqa: E402
+from dnnpy.data.datasets import synthetic_images  # noqa: E402
 from dnnpy.examples import autoencoder as autoencoder_example  # noqa: E402
 from dnnpy.examples import dnn_imagenet_train, dnn_introduction  # noqa: E402
 

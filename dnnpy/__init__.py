@@ -12,14 +12,63 @@ Networks are nested bracket templates over layers with dlib's names::
 
 Ops live in ``dnnpy.tensor_tools`` (CPU: numpy; CUDA: CuPy + cuDNN), every layer is checked
 by ``dnnpy.test_layer``.
+
+Modules:
+
+- ``__main__.py``: ``python -m dnnpy``, the command line (see ``cli.py``)
+- ``_moved.py``: the warning that the old import paths of moved modules give
+- ``atomic.py``: atomic file writes, used by every save (nets, sync files, imglab XML)
+- ``cli.py``: the ``dnnpy`` command line
+- ``constructor_arguments.py``: a net type's constructor arguments (dlib's forwarding
+  constructors) and the converting construction ``net_type(net)``
+- ``cpp.py``: ``cpp_type(net)``, the dlib C++ type of a net, as a declaration
+- ``datasets.py``: old path of ``data/datasets.py`` (still works, with a DeprecationWarning)
+- ``errors.py``: dnnpy's exception and warning types, and ``warn``
+- ``face_recognition.py``: the ``face_recognition`` package's API, on dnnpy instead of dlib
+- ``face_recognition_cli.py``: the ``face_recognition`` package's two command lines
+- ``faces.py``: dlib's Python face functions (``jitter_image``, ``save_face_chip(s)``)
+- ``geometry.py``: dlib's rectangles (``rectangle``, ``drectangle``, ``mmod_rect``) and
+  ``test_box_overlap``
+- ``landmarks.py``: dlib's ``shape_predictor``: landmarks of a face (or object) in a box
+- ``linear_classifier.py``: old path of ``data/linear_classifier.py`` (works, warns)
+- ``models.py``: dlib's released networks, declared as dlib's Python tools declare them
+- ``object_detector.py``: dlib's HOG object detectors (the frontal face detector, ``.svm`` files)
+- ``parsing.py``: a net type's bracket expression parsed back into the net type
+  (``net_type_from_string``)
+- ``png.py``: old path of ``image/png.py`` (works, warns)
+- ``printing.py``: numbers and tensors printed as dlib's C++ streams print them
+- ``rand.py``: ``dlib::rand``, dlib's random number generator with dlib's exact stream
+- ``solvers.py``: dlib's solvers, ``sgd`` and ``adam``
+- ``spellings.py``: dlib's other spellings of a net type, beside the bracket templates
+- ``statistics.py``: old path of ``training/statistics.py`` (works, warns)
+- ``templates.py``: bracket templates: ``con[16,5,5,1,1, SUBNET]`` is dlib's
+  ``con<16,5,5,1,1,SUBNET>``
+- ``tensor.py``: tensors, dlib's 4-D float32 blocks (NCHW)
+- ``testing.py``: ``test_layer``, dlib's numerical gradient checker for computational layers
+- ``testing_loss.py``: ``test_loss``, a numerical gradient checker for loss layers
+- ``core/``: network composition: ``add_layer``, tags, skips, ``repeat``, ``add_loss_layer``
+- ``data/``: data tools: shuffling, clustering, imglab datasets, detection metrics, generated data
+- ``distributed/``: data-parallel training on several processes
+- ``examples/``: runnable examples, ``python -m dnnpy.examples.NAME``
+- ``image/``: image tools: files, drawing, transforms, chips, HOG features, pyramids, crops
+- ``inputs/``: input layers: a batch of Python/numpy objects into a net's input tensor
+- ``layers/``: computational layers, one module per family
+- ``loss/``: loss layers, one module per family
+- ``onnx/``: ONNX export and import
+- ``serialization/``: saving and loading in dlib's byte format
+- ``tensor_tools/``: every tensor op, one dispatcher each, over a numpy and a CUDA backend
+- ``training/``: training: ``dnn_trainer``, its sync files and its progress display
+- ``visitors/``: visitors and whole-net utilities (``count_parameters``, ``net_to_xml``, ...)
 """
+
+import importlib
 
 from . import tensor_tools
 from .core import (add_layer, add_loss_layer, add_skip_layer, add_tag_layer, input_layer, layer,
                    computational_nodes, net_layers, repeat_layer)
 from .errors import EvaluationWarning, FileOverrideWarning, SerializationError, ThreadSettingWarning
-from .datasets import load_cifar_10_dataset, load_digits, load_mnist_dataset
-from .linear_classifier import (auto_train_multiclass_linear_classifier,
+from .data.datasets import load_cifar_10_dataset, load_digits, load_mnist_dataset
+from .data.linear_classifier import (auto_train_multiclass_linear_classifier,
                                 multiclass_linear_decision_function)
 from .solvers import adam, make_solvers, sgd
 from .serialization import (deserialize, deserialize_objects, from_bytes, load, serialize,
@@ -56,7 +105,7 @@ from . import face_recognition  # noqa: E402  (the face_recognition package's AP
 from .image import get_face_chip, get_face_chips, load_rgb_image, save_image
 from .data import chinese_whispers_clustering
 from .models import cnn_face_detection_model_v1, face_recognition_model_v1, mmod_rectangle, mmod_rectangles
-from .statistics import (count_steps_without_decrease, count_steps_without_decrease_robust,
+from .training.statistics import (count_steps_without_decrease, count_steps_without_decrease_robust,
                          count_steps_without_increase, probability_that_sequence_is_increasing,
                          probability_values_are_increasing, probability_values_are_increasing_robust,
                          running_gradient, running_stats, running_stats_decayed)
@@ -65,6 +114,16 @@ tag1, tag2, tag3, tag4, tag5, tag6, tag7, tag8, tag9, tag10 = tag_templates
 skip1, skip2, skip3, skip4, skip5, skip6, skip7, skip8, skip9, skip10 = skip_templates
 
 __version__ = "0.1.0"
+
+# modules that moved: the old attribute still reaches them, through the old module, which warns
+_MOVED = {"datasets", "png", "statistics", "linear_classifier"}
+
+
+def __getattr__(name):
+    if name in _MOVED:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "tensor", "resizable_tensor", "alias_tensor", "read_only_view", "StaleTensorError",

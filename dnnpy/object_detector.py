@@ -37,7 +37,7 @@ from .atomic import atomic_write
 from .geometry import rectangle, rectangles, test_box_overlap
 from .image.checks import uint8_grey_or_rgb
 from .image.fhog import extract_fhog_features
-from .image.geometry import pyramid_up
+from .image.interpolation import pyramid_up
 from .image.pyramid import pyramid_down
 from .serialization.files import read_source, refuse_other_files
 from .serialization.primitives import Reader, Writer

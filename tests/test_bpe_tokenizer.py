@@ -103,7 +103,7 @@ def _line(ids):
 
 @pytest.fixture(scope="module")
 def shakespeare():
-    text, _ = dnnpy.datasets.load_shakespeare()
+    text, _ = dnnpy.data.datasets.load_shakespeare()
     out = {}
     for vocab in SHAKESPEARE:
         tok = bpe_tokenizer()

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from dnnpy import load_cifar_10_dataset
-from dnnpy.datasets import CIFAR_10_TESTING_FILE, CIFAR_10_TRAINING_FILES
+from dnnpy.data.datasets import CIFAR_10_TESTING_FILE, CIFAR_10_TRAINING_FILES
 
 
 def _write_cifar(folder, per_file=(2, 1, 3, 1, 2), n_test=2, seed=0):

@@ -1,4 +1,4 @@
-"""dnnpy.datasets (shipped digits, MNIST idx reader, generated images) and dnnpy.png."""
+"""dnnpy.data.datasets (shipped digits, MNIST idx reader, generated images) and dnnpy.image.png."""
 
 import gzip
 import struct
@@ -7,8 +7,8 @@ import zlib
 import numpy as np
 import pytest
 
-from dnnpy import png
-from dnnpy.datasets import (DIGITS_PATH, load_digits, load_mnist_dataset, resize_bilinear,
+from dnnpy.image import png
+from dnnpy.data.datasets import (DIGITS_PATH, load_digits, load_mnist_dataset, resize_bilinear,
                             synthetic_images)
 
 
@@ -200,7 +200,7 @@ def test_png_bad_input(tmp_path):
 
 
 def test_load_shakespeare_is_dlibs_text():
-    from dnnpy.datasets import load_shakespeare
+    from dnnpy.data.datasets import load_shakespeare
 
     text, prompt = load_shakespeare()
     assert (len(text), len(prompt)) == (15322, 407)        # dlib's slm_data.h, as the report counts

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import dnnpy
-from dnnpy.png import read_png
+from dnnpy.image.png import read_png
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -35,7 +35,7 @@ def test_autoencoder_quick(tmp_path, capsys):
     img = read_png(r["png_path"])
     assert img.shape == (height, width, 3)
     # the top row holds the held-out inputs unchanged
-    from dnnpy.datasets import synthetic_images
+    from dnnpy.data.datasets import synthetic_images
     assert np.array_equal(img[2:66, 2:66], synthetic_images(8, seed=2)[0])
 
 

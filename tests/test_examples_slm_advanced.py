@@ -20,7 +20,7 @@ def quick(tmp_path_factory):
 
 def test_quick_run_writes_dlibs_files(quick):
     out, r = quick
-    text = dnnpy.datasets.load_shakespeare()[0].encode()[:200]
+    text = dnnpy.data.datasets.load_shakespeare()[0].encode()[:200]
     assert 0.0 <= r["training_accuracy"] <= 1.0
     assert r["num_samples"] == r["num_tokens"] - 10          # windows of T=10
     tok = dnnpy.deserialize_objects(r["tokenizer_file"], bpe_tokenizer())[0]

@@ -55,7 +55,7 @@ def test_reload_and_generate_again(quick, capsys):
     assert vals["scale_weights_"] == pytest.approx(1 / math.sqrt(16 / 4))
     # the same file also reads into the training type (dlib's net_type<true>)
     dnnpy.deserialize(r["model_file"], cfg.network_type(True)())
-    _, prompt = dnnpy.datasets.load_shakespeare()
+    _, prompt = dnnpy.data.datasets.load_shakespeare()
     tokens = ex.generate(net, ex.char_based_tokenize(prompt[:8]), 8, 20)
     assert ex.decode(tokens) == r["generated_text"]
     capsys.readouterr()

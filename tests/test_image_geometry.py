@@ -1,4 +1,4 @@
-"""dnnpy.image.geometry (T8): resize_image against dlib-bin pixel for pixel; flips,
+"""dnnpy.image.interpolation (T8): resize_image against dlib-bin pixel for pixel; flips,
 rotate_image, letterbox_image, pyramid_up and upsample_image_dataset against dlib's C++.
 
 The hard-coded values were printed by tests/dlib_cpp/geometry_tools.cpp, a program built from

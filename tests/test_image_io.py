@@ -1,5 +1,5 @@
 """dnnpy.image.io (load_image, read_image, save_png, save_jpeg, the pixel limit) and its PNG
-names in dnnpy.png, all through Pillow.
+names in dnnpy.image.png, all through Pillow.
 
 Test files are written here by a small independent encoder (every colour type, bit depth,
 filter type, Adam7) and compared with the arrays they were made from; dlib-bin's
@@ -13,7 +13,7 @@ import zlib
 import numpy as np
 import pytest
 
-from dnnpy import png
+from dnnpy.image import png
 from dnnpy.image import io as imio
 from dnnpy.image import load_image, save_jpeg, save_png
 

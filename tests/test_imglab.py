@@ -12,7 +12,7 @@ from dnnpy.data import (ImageDatasetError, image_dataset_file, image_dataset_met
                         save_image_dataset_metadata)
 from dnnpy.data.imglab import box, dataset, image, image_dataset_boxes
 from dnnpy.geometry import mmod_rect, rectangle
-from dnnpy.png import write_png
+from dnnpy.image.png import write_png
 
 
 def _sample():

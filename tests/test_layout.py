@@ -151,13 +151,13 @@ def test_public_methods_of_nets_and_tensors_have_docstrings():
 
 
 # The layers, bottom to top: a module may import from its own level and the ones below,
-# never from above (docs/index.md, "The package's layout"). A new top-level module or
+# never from above (docs/index.md, "Layout of the code"). A new top-level module or
 # package gets a level here.
 LEVELS = {
     # foundations: no nets, no tensors
-    "errors": 0, "printing": 0, "atomic": 0, "rand": 0, "geometry": 0, "distributed": 0,
+    "errors": 0, "printing": 0, "atomic": 0, "rand": 0, "geometry": 0, "distributed": 0, "_moved": 0,
     # arrays and images
-    "tensor": 1, "image": 1, "png": 1,
+    "tensor": 1, "image": 1,
     # the ops and their twins
     "tensor_tools": 2,
     # nets: nodes, input layers
@@ -169,14 +169,16 @@ LEVELS = {
     # what sits on the layers: losses, visitors, the gradient checkers, dlib's spellings
     "loss": 6, "visitors": 6, "testing": 6, "testing_loss": 6, "spellings": 6,
     # on the whole catalogue: the parser, the solvers, C++ declarations, training statistics
-    "parsing": 7, "solvers": 7, "cpp": 7, "statistics": 7,
+    "parsing": 7, "solvers": 7, "cpp": 7,
     # files
     "serialization": 8,
     # applications of nets and files
-    "training": 9, "onnx": 9, "data": 9, "datasets": 9, "linear_classifier": 9, "landmarks": 9,
+    "training": 9, "onnx": 9, "data": 9, "landmarks": 9,
     "object_detector": 9, "faces": 9, "models": 9, "face_recognition": 9,
     # front ends
     "cli": 10, "face_recognition_cli": 10, "examples": 10, "__main__": 10, "dnnpy": 10,
+    # the old paths of moved modules (they re-export the new ones and warn)
+    "datasets": 10, "png": 10, "statistics": 10, "linear_classifier": 10,
 }
 
 
@@ -209,3 +211,44 @@ def test_no_private_name_imported_from_another_package():
                     if private and _unit(target) != _unit(name):
                         crossing.append((name, target, private))
     assert not crossing, f"private names imported across packages: {crossing}"
+
+
+def test_every_package_docstring_lists_its_modules():
+    """Each package's docstring names each of its modules and sub-packages (``name.py``,
+    ``name/``), one line each, so that a reader finds their way from the package."""
+    missing = {}
+    for name, (path, is_pkg) in MODULES.items():
+        if not is_pkg:
+            continue
+        folder = os.path.dirname(path)
+        doc = ast.get_docstring(ast.parse(open(path).read())) or ""
+        entries = [f for f in os.listdir(folder) if f.endswith(".py") and f != "__init__.py"]
+        entries += [d + "/" for d in os.listdir(folder)
+                    if os.path.exists(os.path.join(folder, d, "__init__.py"))]
+        absent = sorted(e for e in entries if f"``{e}``" not in doc)
+        if absent:
+            missing[name] = absent
+    assert not missing, f"modules a package's docstring does not list: {missing}"
+
+
+def test_moved_modules_keep_their_old_paths_with_a_warning():
+    import importlib
+    import sys
+    import warnings
+
+    moved = {"dnnpy.datasets": "dnnpy.data.datasets", "dnnpy.png": "dnnpy.image.png",
+             "dnnpy.statistics": "dnnpy.training.statistics",
+             "dnnpy.linear_classifier": "dnnpy.data.linear_classifier",
+             "dnnpy.image.geometry": "dnnpy.image.interpolation"}
+    for old, new in moved.items():
+        sys.modules.pop(old, None)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            module = importlib.import_module(old)
+        assert [str(w.message).split(":")[0] for w in caught
+                if issubclass(w.category, DeprecationWarning)] == [f"{old} moved to {new}"]
+        target = importlib.import_module(new)
+        assert all(getattr(module, n) is getattr(target, n) for n in target.__all__)
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        assert dnnpy.datasets.load_digits is dnnpy.load_digits     # the old attribute too

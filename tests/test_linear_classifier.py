@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from dnnpy.linear_classifier import (auto_train_multiclass_linear_classifier,
+from dnnpy.data.linear_classifier import (auto_train_multiclass_linear_classifier,
                                      multiclass_linear_decision_function)
 
 

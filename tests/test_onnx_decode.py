@@ -16,7 +16,7 @@ import dnnpy
 from dnnpy import (con, detector_window_details, input_rgb_image, input_rgb_image_pyramid, loss_mmod,
                    loss_yolo, mmod_options, pyramid_down, relu, sig, tag1, tag2, yolo_options)
 from dnnpy.data import make_scene
-from dnnpy.datasets import synthetic_images
+from dnnpy.data.datasets import synthetic_images
 from dnnpy.layers.base import seeded_initialisation
 from dnnpy.loss.mmod import loss_mmod_
 from dnnpy.onnx import decode, export_bytes

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from dnnpy.serialization.primitives import Reader, Writer
-from dnnpy.statistics import (count_steps_without_decrease, count_steps_without_decrease_robust,
+from dnnpy.training.statistics import (count_steps_without_decrease, count_steps_without_decrease_robust,
                               count_steps_without_increase, find_upper_quantile,
                               probability_gradient_greater_than, probability_that_sequence_is_increasing,
                               probability_values_are_increasing, probability_values_are_increasing_robust,

@@ -1,9 +1,6 @@
 """Network composition (the four rules every layer follows, on one page:
 docs/core_in_one_page.md): dlib's ``add_layer``, ``add_tag_layer``, ``add_skip_layer``,
-``repeat`` and ``add_loss_layer``, plus ``layer(net, i | template)`` and ``net_layers``
-(``nodes.py``, ``add_layer.py``, ``repeat.py``, ``loss_node.py``; ``calls.py``: argument
-checks and errors naming layers; ``transfer.py``: ``copy_subnet`` and the converting copy
-``copy_net_as``).
+``repeat`` and ``add_loss_layer``, plus ``layer(net, i | template)`` and ``net_layers``.
 
 A net is a chain of nodes, top (output) first; every chain ends in an ``input_node``
 holding the input layer, the input tensor ``x`` and the gradient with respect to it.
@@ -31,6 +28,17 @@ need its own output for its backward pass (``backward_needs_output``); tags, ski
 input always need it. When in place, the layer reads and writes the subnet's output and
 gradient tensors and the subnet's public getters are disabled (they would return data
 the layer has overwritten).
+
+Modules:
+
+- ``add_layer.py``: ``add_layer``, one computational layer stacked on a subnet, and the
+  in-place rule
+- ``calls.py``: what the public calls share: argument checks, errors renamed to name the layer
+- ``loss_node.py``: ``add_loss_layer``, a loss on top of a net, with dlib's net-level calls
+- ``nodes.py``: ``net_node``, ``input_node``, tags and skips, the ``subnet_wrapper`` a layer
+  sees as ``sub``, and walking a net (``layer``, ``net_layers``)
+- ``repeat.py``: ``repeat[N, block, SUBNET]``, N copies of a block
+- ``transfer.py``: transfer learning: ``copy_subnet`` and the converting copy ``copy_net_as``
 """
 
 from .nodes import *  # noqa: F401,F403

@@ -1,12 +1,24 @@
-"""dlib's data tools around the nets: ``randomize_samples`` (randomize.py), ``dlib_rand``
-(``dnnpy.rand``, dlib::rand's exact stream), ``chinese_whispers`` (clustering.py), k-means (kmeans.py:
-``pick_initial_centers``, ``find_clusters_using_kmeans``), imglab XML
-datasets (imglab.py: ``load_image_dataset``, ``image_dataset_metadata``) and detection
-metrics (detection_metrics.py: ``test_object_detection_function``, ``average_precision``),
-``prefetch`` (prefetch.py: training data made in background threads), generated
-detection/segmentation scenes (scenes.py: ``make_scene``, ``write_scene_dataset``) and
-procedural face-like identities (identities.py: ``make_identities``) and procedural
-shape x texture image classes (shape_classes.py: ``make_shape_classes``)."""
+"""dlib's data tools around the nets, one module per tool, re-exported here; ``dlib_rand``
+(``dnnpy.rand``, dlib::rand's exact stream) is re-exported here too.
+
+Modules:
+
+- ``bpe_tokenizer.py``: dlib's ``bpe_tokenizer``, byte pair encoding with dlib's training rule
+- ``clustering.py``: ``chinese_whispers`` graph clustering (and ``chinese_whispers_clustering``)
+- ``datasets.py``: data sets for the examples: the shipped digits, MNIST, CIFAR-10,
+  generated images, the language-model text
+- ``detection_metrics.py``: detection metrics: ``test_object_detection_function``,
+  ``average_precision``
+- ``identities.py``: procedural face-like identities (``make_identities``) for metric learning
+- ``imglab.py``: imglab XML datasets: ``load_image_dataset``, ``image_dataset_metadata``
+- ``kmeans.py``: k-means: ``pick_initial_centers``, ``find_clusters_using_kmeans``
+- ``linear_classifier.py``: a linear classifier on fixed feature vectors (e.g. a linear probe)
+- ``prefetch.py``: ``prefetch``, training data made in background threads
+- ``randomize.py``: ``randomize_samples``, shuffling samples and their labels together
+- ``scenes.py``: generated detection and segmentation scenes (``make_scene``,
+  ``write_scene_dataset``)
+- ``shape_classes.py``: generated shape x texture image classes (``make_shape_classes``)
+"""
 
 from . import imglab as image_dataset_metadata   # dlib's namespace: .box, .image, .dataset
 from .bpe_tokenizer import bpe_tokenizer

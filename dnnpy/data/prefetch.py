@@ -16,6 +16,11 @@ dnn_metric_learning_on_images_ex, ...).
 Items come out in index order whatever the number of threads. At most ``depth`` items are
 made ahead of the consumer (the pipe's size). numpy and the net's ops release the GIL for
 most of their work, so loader threads overlap with training.
+
+Why threads of its own and not ``concurrent.futures.ThreadPoolExecutor`` (which would be
+shorter): the executor's threads are joined when the interpreter exits, so a source blocked
+for good (a stalled network read, a queue nobody fills) would hang the program's exit after
+``close()``; these workers are daemon threads, which exit with the program.
 """
 
 from __future__ import annotations

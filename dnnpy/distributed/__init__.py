@@ -9,6 +9,14 @@ This package is the transport layer: where this process sits (``rank()``, ``worl
 dlib's split of a mini-batch (``chunk_bounds``), and the communicators the trainer calls
 (one process, MPI through mpi4py, NCCL through CuPy). It imports no MPI until a launcher
 started more than one process, and nothing else of dnnpy.
+
+Modules:
+
+- ``comm.py``: the communicator interface the trainer calls, and its one-process form
+- ``env.py``: where this process sits in a job (from the launcher's environment), ``chunk_bounds``
+- ``mpi.py``: the MPI transport (mpi4py, loaded lazily) and the hook that ends the job on an error
+- ``nccl.py``: the NCCL transport for CuPy arrays, one GPU per rank
+- ``run.py``: ``python -m dnnpy.distributed.run -n N script.py``: start N processes under MPI
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@
 The net (dlib: ``loss_mean_squared_per_channel_and_pixel<3, relu<cont<3,4,4,2,2,
 relu<con<16,4,4,2,2, input_rgb_image>>>>>``) squeezes a 64x64x3 image into 16 channels of
 32x32 and rebuilds the image from them. It learns on images the package generates (smooth
-coloured blobs on gradients, :func:`dnnpy.datasets.synthetic_images`), so nothing is
+coloured blobs on gradients, :func:`dnnpy.data.datasets.synthetic_images`), so nothing is
 downloaded. The example
 
 1. prints the mean squared reconstruction error on held-out images, before and after training
@@ -22,10 +22,10 @@ import numpy as np
 
 import dnnpy
 from dnnpy import con, cont, input_rgb_image, loss_mean_squared_per_channel_and_pixel, relu
-from dnnpy.datasets import synthetic_images
+from dnnpy.data.datasets import synthetic_images
 from dnnpy.examples._util import Timer, base_parser, make_trainer, out_dir
 from dnnpy.image import tile_image_grid
-from dnnpy.png import write_png
+from dnnpy.image.png import write_png
 
 # dlib: loss_mean_squared_per_channel_and_pixel<3, relu<cont<3,4,4,2,2, relu<con<16,4,4,2,2, input_rgb_image>>>>>
 net_type = loss_mean_squared_per_channel_and_pixel[3,

@@ -57,7 +57,7 @@ import dnnpy
 from dnnpy import (bn_con, con, cont, input, input_array, leaky_relu, leaky_relu_,
                    loss_binary_log, loss_binary_log_per_pixel, relu, sig)
 from dnnpy.data import dlib_rand
-from dnnpy.datasets import load_digits
+from dnnpy.data.datasets import load_digits
 from dnnpy.examples._util import Timer, base_parser, out_dir
 from dnnpy.image import save_png, tile_images
 from dnnpy.layers.base import seeded_initialisation

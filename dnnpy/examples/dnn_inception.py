@@ -32,7 +32,7 @@ import numpy as np
 import dnnpy
 from dnnpy import (con, fc, inception3, inception4, input, loss_multiclass_log, max_pool, relu)
 from dnnpy.data import dlib_rand
-from dnnpy.datasets import load_digits, load_mnist_dataset
+from dnnpy.data.datasets import load_digits, load_mnist_dataset
 from dnnpy.examples._util import Timer, base_parser, make_trainer, out_dir, report_accuracy
 from dnnpy.layers.base import seeded_initialisation
 

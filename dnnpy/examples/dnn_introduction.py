@@ -5,7 +5,7 @@
 By default it trains on the small digits set shipped with dnnpy (1797 UCI optical digits,
 8x8, CC BY 4.0; upsampled to 28x28 so dlib's LeNet fits them unchanged; 80/20 fixed split).
 With ``--mnist DIR`` it reads MNIST's four files from DIR with
-``dnnpy.datasets.load_mnist_dataset``, as dlib's example does.
+``dnnpy.data.datasets.load_mnist_dataset``, as dlib's example does.
 
 The net is dlib's, layer for layer::
 
@@ -35,7 +35,7 @@ import numpy as np
 
 import dnnpy
 from dnnpy import con, fc, input, loss_multiclass_log, max_pool, relu
-from dnnpy.datasets import load_digits, load_mnist_dataset
+from dnnpy.data.datasets import load_digits, load_mnist_dataset
 from dnnpy.examples._util import Timer, base_parser, make_trainer, out_dir, report_accuracy
 
 net_type = loss_multiclass_log[

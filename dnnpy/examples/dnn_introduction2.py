@@ -35,7 +35,7 @@ import numpy as np
 import dnnpy
 from dnnpy import (add_prev1, add_prev2, affine, avg_pool, avg_pool_everything, bn_con, con, fc,
                    input, loss_multiclass_log, relu, repeat, skip1, tag1, tag2)
-from dnnpy.datasets import load_digits
+from dnnpy.data.datasets import load_digits
 from dnnpy.examples._util import Timer, base_parser, out_dir, report_accuracy
 
 

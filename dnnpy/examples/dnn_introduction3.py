@@ -50,7 +50,7 @@ from dnnpy import (add_prev1, add_prev2, avg_pool, avg_pool_everything, bn_con, 
                    loss_multiclass_log, max_pool, relu, repeat, set_all_learning_rate_multipliers,
                    set_learning_rate_multipliers_range, set_weight_decay_multiplier, skip1, tag1, tag2,
                    visit_computational_layers, visit_computational_layers_range)
-from dnnpy.datasets import load_digits, resize_bilinear
+from dnnpy.data.datasets import load_digits, resize_bilinear
 from dnnpy.errors import SerializationError
 from dnnpy.examples._util import Timer, base_parser, make_trainer, out_dir
 from dnnpy.layers.base import seeded_initialisation

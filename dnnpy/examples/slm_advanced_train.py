@@ -73,7 +73,7 @@ from dnnpy import (add_prev, add_prev1, add_prev5, avg_pool_everything, bpe_toke
                    multm_prev2, multm_prev3, positional_encodings, repeat, reshape_to, rms_norm,
                    skip1, skip5, skip6, softmax, softmaxm, tag1, tag2, tag3, tag5, tag6,
                    transpose, tril_mask)
-from dnnpy.datasets import load_shakespeare
+from dnnpy.data.datasets import load_shakespeare
 from dnnpy.examples._util import Timer, base_parser, make_trainer, out_dir
 # one definition of dlib's scale_weights_ for both language-model examples
 from dnnpy.examples.slm_basic_train import check_transformer_sizes, scale_weights

@@ -60,7 +60,7 @@ import dnnpy
 from dnnpy import (add_prev1, add_prev5, dropout_10, embeddings, extract, fc, fc_no_bias, gelu, input,
                    loss_multiclass_log, multiply, multm_prev3, multm_prev4, positional_encodings,
                    repeat, rms_norm, skip2, softmaxm, tag1, tag2, tag3, tag4, tag5, tril_mask)
-from dnnpy.datasets import load_shakespeare
+from dnnpy.data.datasets import load_shakespeare
 from dnnpy.errors import SerializationError
 from dnnpy.examples._util import Timer, add_threads_argument, base_parser, make_trainer, num_threads, out_dir
 from dnnpy.layers.base import seeded_initialisation

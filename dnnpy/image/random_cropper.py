@@ -21,7 +21,7 @@ from ..rand import dlib_rand
 from ..geometry import (center, centered_drect, drectangle, get_rect, move_rect, rectangle,
                         round_point)
 from .chips import chip_details, chip_dims, extract_image_chip, get_mapping_to_chip
-from .geometry import flip_rect_left_right
+from .interpolation import flip_rect_left_right
 from .transforms import rectangle_transform
 
 __all__ = ["random_cropper"]

@@ -3,6 +3,20 @@
 Contract (dlib's EXAMPLE_LOSS_LAYER_): ``compute_loss_value_and_gradient(x, [labels,] sub)``
 returns the loss and ASSIGNS its gradient to ``sub.get_gradient_input()``; ``to_label(x, sub)``
 turns the net's output into labels. See ``dnnpy/loss/base.py``.
+
+Modules:
+
+- ``_logistic.py``: numerics and checks shared by the classification and per-pixel losses
+- ``_serialize.py``: helpers for the losses' ``serialize`` / ``deserialize`` methods
+- ``base.py``: what loss layers share (the contract above)
+- ``classification.py``: classification losses on ``(N, k, 1, 1)`` outputs (hinge, log,
+  multiclass, ...)
+- ``metric.py``: ``loss_metric_``, ``loss_ranking_`` and ``loss_barlow_twins_``
+- ``mmod.py``: ``loss_mmod_``, the max-margin object detection loss
+- ``mmod_options.py``: ``mmod_options``, the detector windows and settings of ``loss_mmod_``
+- ``per_pixel.py``: per-pixel losses on ``(N, k, nr, nc)`` outputs
+- ``regression.py``: regression losses: the mean squared family, epsilon-insensitive, dot
+- ``yolo.py``: ``loss_yolo_``, with ``yolo_options`` and ``yolo_rect``
 """
 
 from .base import loss_layer

@@ -1,12 +1,16 @@
 """Serialization in dlib's byte format (see ``docs/serialization.md``).
 
-* ``primitives``: ``Writer`` / ``Reader``, dlib's encodings of integers, floats, strings,
-  tensors and alias_tensors;
-* ``net``: ``write_net`` / ``read_net`` (dlib's wrapper layout; atomic reads);
-* ``files``: ``serialize`` / ``deserialize`` / ``load`` (dnnpy header with a checksum, or raw
-  dlib bytes; atomic saves), ``to_bytes`` / ``from_bytes``, ``with_header`` / ``read_header``;
-* ``objects``: ``serialize_objects`` / ``deserialize_objects`` (several objects in one file,
-  in dlib's order: ``serialize(f) << net << labels``).
+Modules:
+
+- ``files.py``: ``serialize`` / ``deserialize`` / ``load`` (dnnpy header with a checksum, or
+  raw dlib bytes; atomic saves), ``to_bytes`` / ``from_bytes``, ``with_header`` /
+  ``read_header``
+- ``net.py``: ``write_net`` / ``read_net``: whole nets in dlib's wrapper layout (atomic reads)
+- ``objects.py``: ``serialize_objects`` / ``deserialize_objects``: several objects in one
+  file, in dlib's order (``serialize(f) << net << labels``)
+- ``packed.py``: dlib's packed integers and floats, a whole stream at a time, with numpy
+- ``primitives.py``: ``Writer`` / ``Reader``, dlib's encodings of integers, floats, strings,
+  tensors and alias_tensors
 """
 
 from .files import (FORMAT_VERSION, MAGIC, READABLE_VERSIONS, atomic_write, deserialize,

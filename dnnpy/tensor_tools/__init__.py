@@ -9,6 +9,32 @@ functions (``import dnnpy.tensor_tools as tt``), never a backend directly.
 Conventions, as in dlib: destination first, then inputs, then an explicit
 ``add_to_output`` flag where dlib has one. Where an op "assigns", it never computes
 ``0*old + new``: gradient buffers may hold inf (``test_layer`` pre-fills them so).
+
+Modules:
+
+- ``_plane_wise.py``: dlib's PLANE_WISE ``tt::gemm`` operand rules, shared by both twins
+- ``_twins.py``: the list of ops both twins implement, and the loader that assembles a twin
+- ``activations.py``: dispatchers of the pointwise activations
+- ``adaptive_computation_time.py``: dispatchers of ``adaptive_computation_time_``'s ops
+- ``algorithms.py``: ``set_dnn_prefer_smallest_algorithms()`` /
+  ``set_dnn_prefer_fastest_algorithms()``: may cuDNN use a workspace
+- ``backend.py``: backend selection and the argument checks the dispatchers share
+- ``conv.py``: ``tensor_conv``, dlib's stateful convolution object
+- ``dropout.py``: dispatchers used by ``dropout_``: ``multiply``, ``threshold``, ``tensor_rand``
+- ``embedding_table.py``: dispatchers of ``embeddings_``: lookup, token counts, table update
+- ``info.py``: ``backend_info()``: which backend runs the ops, and on what
+- ``merge.py``: dispatchers of the merge layers: zero-padded products, channel scaling
+- ``norm.py``: dispatchers of the normalisation and per-channel affine ops
+- ``ops.py``: the core dispatchers: ``add``, ``affine_transform``, ``gemm``, ``dot``, ``relu``, ...
+- ``resize.py``: bilinear resampling of image planes and its gradient
+- ``rows.py``: dispatchers of row norms and row scaling
+- ``softmax_family.py``: dispatchers of the softmax family, and ``operation_mode``
+- ``solver.py``: ops used by the solvers (``affine_transform_range``, ``compute_adam_update``)
+- ``spatial.py``: spatial ops: pooling, ``reorg``, ``copy_tensor``, ``transpose``
+- ``threads.py``: ``set_num_threads`` / ``get_num_threads``: one count for both CPU thread pools
+- ``wait_policy.py``: how OpenMP threads under oneDNN wait (``OMP_WAIT_POLICY=PASSIVE`` default)
+- ``cpu/``: the numpy twin, with oneDNN under it (a sub-package)
+- ``cuda/``: the CUDA twin: CuPy and cuDNN 9 (a sub-package)
 """
 
 from __future__ import annotations

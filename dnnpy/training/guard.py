@@ -30,7 +30,7 @@ from collections import deque
 from typing import NamedTuple, Optional
 
 from ..errors import SerializationError
-from ..statistics import probability_values_are_increasing, probability_values_are_increasing_robust
+from .statistics import probability_values_are_increasing, probability_values_are_increasing_robust
 from . import checks
 from . import sync as _sync
 

@@ -3,7 +3,7 @@ decreasing, and forgetting the oldest losses after the learning rate shrinks."""
 
 from __future__ import annotations
 
-from ..statistics import count_steps_without_decrease, count_steps_without_decrease_robust
+from .statistics import count_steps_without_decrease, count_steps_without_decrease_robust
 
 __all__ = ["steps_without_progress", "drop_oldest", "remember_loss", "forget_after_shrink"]
 

@@ -41,7 +41,7 @@ from ..errors import SerializationError
 from ..serialization import files
 from ..serialization import net as net_io
 from ..serialization.primitives import Reader, Writer
-from ..statistics import running_stats, running_stats_decayed
+from .statistics import running_stats, running_stats_decayed
 
 KIND = "dnn_trainer"
 DLIB_TRAINER_VERSION = 13

@@ -52,7 +52,7 @@ import numpy as np
 
 from ..core import add_loss_layer
 from ..solvers import make_solvers, sgd
-from ..statistics import running_stats, running_stats_decayed
+from .statistics import running_stats, running_stats_decayed
 from ..templates import NetType
 from ..tensor import resizable_tensor
 from ..visitors.walk import visit_layer_parameters

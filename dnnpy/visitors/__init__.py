@@ -1,5 +1,16 @@
 """Visitors and whole-net utilities (dlib's ``visit_*``, ``count_parameters``,
-``fuse_layers``, ``net_to_xml``, ...), one module per concept, re-exported here."""
+``fuse_layers``, ``net_to_xml``, ...), one module per concept, re-exported here.
+
+Modules:
+
+- ``export.py``: a net's structure as ``net_to_xml`` and ``net_to_dot``
+- ``fuse.py``: normalisation and inference fusion: ``fuse_layers``,
+  ``disable_duplicative_biases``, ...
+- ``inference.py``: ``inference_copy`` and ``recompute_bn_running_stats``
+- ``maps.py``: mapping points between a net's input and output tensors
+- ``multipliers.py``: per-layer learning-rate and weight-decay multiplier functions
+- ``walk.py``: walking a net: ``visit_layers*``, ``count_parameters``, multiplier setters
+"""
 
 from .walk import *  # noqa: F401,F403
 from .walk import __all__ as _walk_all

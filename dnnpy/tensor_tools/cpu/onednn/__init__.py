@@ -13,6 +13,20 @@ at ``import dnnpy``. When the library is installed but unusable (wrong version, 
 missing, no AVX2), one ``RuntimeWarning`` names the reason and numpy runs; ``info()`` keeps
 it for ``backend_info()``. A case oneDNN refuses for one shape is logged once (logger
 ``dnnpy.onednn``, level INFO) and listed in ``info()["fallbacks"]``.
+
+Modules:
+
+- ``_api.py``: ctypes bindings for oneDNN 3.x's C API
+- ``_common.py``: what the non-conv ops share: scratch buffers, primitive descriptors, fallbacks
+- ``_loader.py``: locating and loading oneDNN 3.x (``libdnnl.so.3``)
+- ``_primitive.py``: engine, streams, memory descriptors, primitives and their per-thread cache
+- ``_state.py``: whether oneDNN runs: the decision, ``force_numpy()``, the fallback log,
+  ``info()``
+- ``bnorm.py``: batch normalization backward
+- ``conv.py``: convolution: forward (fused bias and ReLU), data gradient and filter gradient
+- ``eltwise.py``: ReLU backward, for ``relu_gradient``
+- ``matmul.py``: matmul, for the CPU twin's channel-wise ``gemm``
+- ``pooling.py``: max and average pooling, forward and backward
 """
 
 from __future__ import annotations
