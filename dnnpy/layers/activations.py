@@ -18,7 +18,7 @@ from .. import tensor_tools as tt
 from ..templates import layer_template
 from ..printing import cpp_num, xml_matrix, xml_num
 from ._serial import simple_serial
-from .base import computational_layer, fmt
+from .base import computational_layer
 
 __all__ = ["relu_", "relu", "prelu_", "prelu", "leaky_relu_", "leaky_relu", "sig_", "sig",
            "mish_", "mish", "htan_", "htan", "clipped_relu_", "clipped_relu", "elu_", "elu",
@@ -186,7 +186,7 @@ class prelu_(computational_layer, _identity_map):
                           f"one value (or none before setup)")
 
     def __repr__(self):
-        return f"prelu\t (initial_param_value={fmt(self.initial_param_value)})"
+        return f"prelu\t (initial_param_value={cpp_num(self.initial_param_value)})"
 
     def to_xml(self):
         return (f"<prelu initial_param_value='{xml_num(self.initial_param_value)}'>\n"
@@ -214,7 +214,7 @@ class leaky_relu_(_pointwise_inplace):
         return self.alpha
 
     def __repr__(self):
-        return f"leaky_relu\t(alpha={fmt(self.alpha)})"
+        return f"leaky_relu\t(alpha={cpp_num(self.alpha)})"
 
     def to_xml(self):
         return f"<leaky_relu alpha='{xml_num(self.alpha)}'/>\n"
@@ -276,7 +276,7 @@ class clipped_relu_(_pointwise_inplace):
         return self.ceiling
 
     def __repr__(self):
-        return f"clipped_relu\t(ceiling={fmt(self.ceiling)})"
+        return f"clipped_relu\t(ceiling={cpp_num(self.ceiling)})"
 
     def to_xml(self):
         return f"<clipped_relu ceiling='{xml_num(self.ceiling)}'/>\n"
@@ -303,7 +303,7 @@ class elu_(_pointwise_inplace):
         return self.alpha
 
     def __repr__(self):
-        return f"elu\t (alpha={fmt(self.alpha)})"
+        return f"elu\t (alpha={cpp_num(self.alpha)})"
 
     def to_xml(self):
         return f"<elu alpha='{xml_num(self.alpha)}'/>\n"
@@ -331,7 +331,7 @@ class smelu_(_pointwise_inplace):
         return self.beta
 
     def __repr__(self):
-        return f"smelu\t (beta={fmt(self.beta)})"
+        return f"smelu\t (beta={cpp_num(self.beta)})"
 
     def to_xml(self):
         return f"<smelu beta='{xml_num(self.beta)}'/>\n"

@@ -25,8 +25,8 @@ from ..tensor import resizable_tensor
 from ..templates import layer_template
 from . import base
 from ._serial import assign_tensor
-from .base import check_int, computational_layer, fmt
-from ..printing import xml_matrix, xml_num
+from .base import check_int, computational_layer
+from ..printing import cpp_num, xml_matrix, xml_num
 
 __all__ = ["adaptive_computation_time_", "adaptive_computation_time", "act", "act4", "act16"]
 
@@ -222,7 +222,7 @@ class adaptive_computation_time_(computational_layer):
 
     def __repr__(self):
         return (f"act (steps={self.max_steps_}, dim={self.feature_dim_}, "
-                f"threshold={fmt(self.halt_threshold_)}, penalty={fmt(self.ponder_penalty_)})")
+                f"threshold={cpp_num(self.halt_threshold_)}, penalty={cpp_num(self.ponder_penalty_)})")
 
     def to_xml(self):
         return (f"<act steps='{self.max_steps_}' dim='{self.feature_dim_}' threshold='{xml_num(self.halt_threshold_)}'"

@@ -17,7 +17,7 @@ import numbers
 
 import numpy as np
 
-from ..printing import xml_num
+from ..printing import cpp_num, xml_num
 from ..tensor import resizable_tensor
 
 __all__ = ["gradient_input_target", "computational_layer", "with_multipliers", "randomize_parameters", "set_random_seed",
@@ -63,11 +63,6 @@ def gradient_input_target(sub):
     ``(sub.get_gradient_input(), True)``: ADD, as dlib's layers do."""
     get = getattr(sub, "get_gradient_input_target", None)
     return get() if get is not None else (sub.get_gradient_input(), True)
-
-
-def fmt(x) -> str:
-    """A number as C++'s default ostream prints it (dlib's printed layer strings)."""
-    return f"{x:g}" if isinstance(x, float) else str(x)
 
 
 def check_int(layer_name, name, value, minimum=None):
@@ -164,7 +159,7 @@ class with_multipliers:
 
     def _multipliers_str(self, use_bias=True):
         """The multipliers as dlib's ``operator<<`` prints them."""
-        s = "".join(f" {name}={fmt(v)}" for name, v in self._multipliers(use_bias))
+        s = "".join(f" {name}={cpp_num(v)}" for name, v in self._multipliers(use_bias))
         return s if use_bias else s + " use_bias=false"
 
     def _multipliers_xml(self, use_bias=True):

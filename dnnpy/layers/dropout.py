@@ -13,11 +13,11 @@ from __future__ import annotations
 import numpy as np
 
 from .. import tensor_tools as tt
-from ..printing import xml_num
+from ..printing import cpp_num, xml_num
 from ..tensor import resizable_tensor
 from ..templates import layer_template
 from .activations import _identity_map, as_float32
-from .base import check_int, computational_layer, fmt
+from .base import check_int, computational_layer
 
 __all__ = ["dropout_", "dropout", "dropout_rate_", "dropout_rate", "dropout_10",
            "multiply_", "multiply", "set_dropout_seed"]
@@ -81,7 +81,7 @@ class dropout_(computational_layer, _identity_map):
         self.drop_rate = drop_rate
 
     def __repr__(self):
-        return f"dropout\t (drop_rate={fmt(self.drop_rate)})"
+        return f"dropout\t (drop_rate={cpp_num(self.drop_rate)})"
 
     def to_xml(self):
         return f"<dropout drop_rate='{xml_num(self.drop_rate)}'/>\n"
@@ -92,7 +92,7 @@ class dropout_(computational_layer, _identity_map):
         export option ``dropout="multiply"``: its expectation ``x * (1 - drop_rate)``, which
         is what ``inference_copy`` (dlib's ``multiply_(dropout_)``) turns it into."""
         if g.option("dropout") != "multiply":
-            g.refuse(f"dropout (drop_rate={fmt(self.drop_rate)}) draws a new random mask at every forward "
+            g.refuse(f"dropout (drop_rate={cpp_num(self.drop_rate)}) draws a new random mask at every forward "
                      f"(dlib has no inference mode for it); convert the net first with "
                      f"dnnpy.inference_copy(net) (dropout -> multiply by 1 - drop_rate), or pass "
                      f"dropout='multiply' to export that form")
@@ -167,7 +167,7 @@ class multiply_(computational_layer, _identity_map):
             tt.affine_transform(data_grad, data_grad, gradient_input, 1, self.val)
 
     def __repr__(self):
-        return f"multiply (val={fmt(self.val)})"
+        return f"multiply (val={cpp_num(self.val)})"
 
     def to_xml(self):
         return f"<multiply val='{xml_num(self.val)}'/>\n"

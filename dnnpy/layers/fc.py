@@ -7,11 +7,11 @@ Parameters are one ``(num_inputs [+1], num_outputs)`` tensor: the row-major weig
 from __future__ import annotations
 
 from .. import tensor_tools as tt
-from ..printing import xml_matrix
+from ..printing import cpp_num, xml_matrix
 from ..templates import layer_template
 from ._dense import dense_base
 from ._serial import read_multipliers, write_multipliers
-from .base import check_int, fmt, gradient_input_target, with_multipliers
+from .base import check_int, gradient_input_target, with_multipliers
 
 __all__ = ["fc_", "fc", "fc_no_bias", "FC_HAS_BIAS", "FC_NO_BIAS", "num_fc_outputs"]
 
@@ -107,8 +107,8 @@ class fc_(dense_base, with_multipliers):
         if self.bias_mode == FC_HAS_BIAS:
             return f"fc\t (num_outputs={self.num_outputs})" + self._multipliers_str(self.use_bias)
         return (f"fc_no_bias (num_outputs={self.num_outputs})"
-                f" learning_rate_mult={fmt(self.learning_rate_multiplier)}"
-                f" weight_decay_mult={fmt(self.weight_decay_multiplier)}")
+                f" learning_rate_mult={cpp_num(self.learning_rate_multiplier)}"
+                f" weight_decay_mult={cpp_num(self.weight_decay_multiplier)}")
 
     def to_xml(self):
         if self.bias_mode == FC_HAS_BIAS:

@@ -10,11 +10,10 @@ WEIGHT gradient (not the bias gradient) by that multiplier.
 from __future__ import annotations
 
 from .. import tensor_tools as tt
-from ..printing import xml_matrix, xml_num
+from ..printing import cpp_num, xml_matrix, xml_num
 from ..tensor import alias_tensor
 from ..templates import layer_template
 from ._dense import dense_base
-from .base import fmt
 
 __all__ = ["linear_", "linear", "linear_no_bias", "LINEAR_HAS_BIAS", "LINEAR_NO_BIAS"]
 
@@ -92,7 +91,7 @@ class linear_(dense_base):
     def __repr__(self):
         bias = "true" if self._has_bias() else "false"
         return (f"linear\t (num_outputs={self.num_outputs}, bias={bias})"
-                f" learning_rate_mult={fmt(self.learning_rate_multiplier)}")
+                f" learning_rate_mult={cpp_num(self.learning_rate_multiplier)}")
 
     def to_xml(self):
         bias = "true" if self._has_bias() else "false"

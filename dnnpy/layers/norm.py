@@ -21,9 +21,9 @@ import numpy as np
 from .. import tensor_tools as tt
 from ..tensor import alias_tensor, resizable_tensor
 from ..templates import layer_template
-from ..printing import xml_matrix, xml_num
+from ..printing import cpp_num, xml_matrix, xml_num
 from ._serial import read_alias, read_multipliers, write_alias, write_multipliers
-from .base import check_int, computational_layer, fmt, gradient_input_target, with_multipliers
+from .base import check_int, computational_layer, gradient_input_target, with_multipliers
 
 __all__ = ["CONV_MODE", "FC_MODE", "bn_", "bn_con", "bn_fc", "layer_norm_", "layer_norm",
            "rms_norm_", "rms_norm", "DEFAULT_BATCH_NORM_EPS", "DEFAULT_LAYER_NORM_EPS",
@@ -243,7 +243,7 @@ class bn_(_normalization):
 
     def __repr__(self):
         # dlib pads the name to 8 characters ("bn_con  " / "bn_fc   ")
-        return (f"{self._name():<8} eps={fmt(self.eps)}"
+        return (f"{self._name():<8} eps={cpp_num(self.eps)}"
                 f" running_stats_window_size={self.running_stats_window_size}"
                 + self._multipliers_str())
 
@@ -330,7 +330,7 @@ class layer_norm_(_normalization):
         self._check_read(r)
 
     def __repr__(self):
-        return f"layer_norm eps={fmt(self.eps)}" + self._multipliers_str()
+        return f"layer_norm eps={cpp_num(self.eps)}" + self._multipliers_str()
 
     def to_xml(self):
         return (f"<layer_norm eps='{xml_num(self.eps)}'" + self._xml_attrs() + ">\n"
@@ -394,7 +394,7 @@ class rms_norm_(_normalization):
         self._check_read(r)
 
     def __repr__(self):
-        return f"rms_norm (eps={fmt(self.eps)})" + self._multipliers_str()
+        return f"rms_norm (eps={cpp_num(self.eps)})" + self._multipliers_str()
 
     def to_xml(self):
         return (f"<rms_norm eps='{xml_num(self.eps)}'" + self._xml_attrs() + ">\n"

@@ -11,9 +11,9 @@ from .. import tensor_tools as tt
 from ..tensor import resizable_tensor
 from ..tensor_tools.softmax_family import CHANNEL_WISE, PLANE_WISE
 from ..templates import layer_template
-from ..printing import xml_num
+from ..printing import cpp_num, xml_num
 from ._serial import simple_serial
-from .base import computational_layer, fmt
+from .base import computational_layer
 
 __all__ = ["operation_mode", "softmax_", "softmax", "softmaxm", "softmax_all_", "softmax_all",
            "l2normalize_", "l2normalize", "CHANNEL_WISE", "PLANE_WISE"]
@@ -138,7 +138,7 @@ class l2normalize_(simple_serial, computational_layer):
         tt.scale_rows2(beta, data_grad, gradient_input, computed_output, self.temp, self.norm)
 
     def __repr__(self):
-        return f"l2normalize eps={fmt(self.eps)}"
+        return f"l2normalize eps={cpp_num(self.eps)}"
 
     def to_xml(self):
         return f"<l2normalize eps='{xml_num(self.eps)}'/>\n"

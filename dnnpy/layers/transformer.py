@@ -22,7 +22,7 @@ from ..tensor import resizable_tensor
 from ..templates import layer_template
 from . import base
 from ._serial import assign_tensor, version_only
-from .base import check_int, computational_layer, fmt
+from .base import check_int, computational_layer
 from ..printing import cpp_num, xml_matrix, xml_num
 
 __all__ = ["tril_", "tril", "tril_mask", "tril_diag", "zero_tag", "neg_infinity_tag",
@@ -122,7 +122,7 @@ class tril_(computational_layer):
                           f"has diag={self.diag}, diag_value={self.diag_value}", at)
 
     def __repr__(self):
-        return f"tril (diag={self.diag}, diag_value={fmt(self.diag_value)})"
+        return f"tril (diag={self.diag}, diag_value={cpp_num(self.diag_value)})"
 
     def to_xml(self):
         return f"<tril diag='{self.diag}' diag_value='{xml_num(self.diag_value)}'/>\n"
@@ -320,7 +320,7 @@ class embeddings_(computational_layer):
 
     def __repr__(self):
         return (f"embeddings (num_embeddings={self.num_embeddings}, embedding_dim={self.embedding_dim})"
-                f" learning_rate_mult={fmt(self.learning_rate_multiplier)}")
+                f" learning_rate_mult={cpp_num(self.learning_rate_multiplier)}")
 
     def to_xml(self):
         return (f"<embeddings num_embeddings='{self.num_embeddings}' embedding_dim='{self.embedding_dim}'"

@@ -17,13 +17,13 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ..layers.base import fmt
 from ..templates import loss_template
 from ._logistic import (assign_gradient, binary_log_terms, check_label_count, check_output_dims,
                         check_subnet, float_labels, int_labels, log1pexp, safe_log, sigmoid,
                         softmax_channels)
 from ._serialize import read_count, read_string_vector, write_string_vector
 from .base import loss_layer, named_loss
+from ..printing import cpp_num
 
 __all__ = ["weighted_label", "loss_binary_hinge_", "loss_binary_hinge", "loss_binary_log_",
            "loss_binary_log", "loss_multiclass_log_", "loss_multiclass_log",
@@ -537,7 +537,7 @@ class loss_multibinary_log_(loss_layer):
         self.gamma = gamma
 
     def __repr__(self):
-        return f"loss_multibinary_log (gamma={fmt(self.gamma)})"
+        return f"loss_multibinary_log (gamma={cpp_num(self.gamma)})"
 
     def to_xml(self):
         # dlib's net_to_xml prints with stream precision 9

@@ -12,10 +12,9 @@ import numbers
 
 import numpy as np
 
-from ..layers.base import fmt
 from ..templates import loss_template
 from ..tensor import resizable_tensor
-from ..printing import xml_num
+from ..printing import cpp_num, xml_num
 from ._logistic import assign_gradient, check_output_dims, float_labels, int_labels, prepare
 from .base import loss_layer, named_loss
 
@@ -119,7 +118,7 @@ class loss_metric_(loss_layer):
         version = w.version_string(self, "loss_metric_2", lambda v: (
             None if (np.float32(self.margin), np.float32(self.dist_thresh)) == _V1_VALUES else
             f"{v} has no fields (it means margin 0.1 and dist_thresh 0.75) and the loss has "
-            f"{fmt(self.margin)} and {fmt(self.dist_thresh)}"))
+            f"{cpp_num(self.margin)} and {cpp_num(self.dist_thresh)}"))
         if version == "loss_metric_2":
             w.float32(self.margin)       # C++ floats
             w.float32(self.dist_thresh)
@@ -136,7 +135,7 @@ class loss_metric_(loss_layer):
         self.margin, self.dist_thresh = margin, dist_thresh
 
     def __repr__(self):
-        return f"loss_metric (margin={fmt(self.margin)}, distance_threshold={fmt(self.dist_thresh)})"
+        return f"loss_metric (margin={cpp_num(self.margin)}, distance_threshold={cpp_num(self.dist_thresh)})"
 
     def to_xml(self):
         return (f"<loss_metric margin='{xml_num(self.margin)}' "
@@ -292,7 +291,7 @@ class loss_barlow_twins_(loss_layer):
         self.lambda_ = r.float32("loss_barlow_twins_'s lambda")
 
     def __repr__(self):
-        return f"loss_barlow_twins (lambda={fmt(self.lambda_)})"
+        return f"loss_barlow_twins (lambda={cpp_num(self.lambda_)})"
 
     def to_xml(self):
         return f"<loss_barlow_twins lambda='{xml_num(self.lambda_)}'/>\n"

@@ -16,10 +16,10 @@ import numbers
 
 import numpy as np
 
-from ..layers.base import check_int, fmt
+from ..layers.base import check_int
 from ..templates import loss_template
 from ._logistic import assign_gradient, float_labels, prepare
-from ..printing import xml_num
+from ..printing import cpp_num, xml_num
 from .base import loss_layer, named_loss
 
 __all__ = ["loss_mean_squared_", "loss_mean_squared",
@@ -154,7 +154,7 @@ class loss_epsilon_insensitive_(loss_layer):
         self.eps = eps
 
     def __repr__(self):
-        return f"loss_epsilon_insensitive epsilon: {fmt(self.eps)}"
+        return f"loss_epsilon_insensitive epsilon: {cpp_num(self.eps)}"
 
     def to_xml(self):
         return f"<loss_epsilon_insensitive_ epsilon='{xml_num(self.eps)}'/>\n"
