@@ -16,7 +16,7 @@ import numbers
 
 import numpy as np
 
-from ..layers.base import check_int
+from ..layers.base import check_int, gradient_input_target
 from ..templates import loss_template
 from ._logistic import assign_gradient, float_labels, prepare
 from ..printing import cpp_num, xml_num
@@ -32,16 +32,31 @@ _F64 = np.float64
 
 
 
-def squared_error(y, o, scale):
+def squared_error(y, o, scale, out=None):
     """dlib's mean-squared step on arrays: ``temp1 = y - o`` (float), ``temp2 = scale*temp1``
     (double, rounded to float); returns (loss = sum of the float products temp2*temp1 in
-    float64, gradient = -temp2)."""
-    temp1 = y - o
-    temp2 = np.empty_like(temp1)
-    np.multiply(temp1, scale, out=temp2, dtype=_F64, casting="unsafe")   # in double, stored as float
-    loss = float(np.add.reduce((temp2 * temp1).ravel(), dtype=_F64))     # float products, double sum
-    np.negative(temp2, out=temp2)
-    return loss, temp2
+    float64, gradient = -temp2). ``out``: where to write the gradient (the net's gradient
+    buffer, of ``o``'s shape and dtype, never ``y`` or ``o``); it also holds ``temp1`` and the
+    products on the way, so that one temporary is made instead of three (fresh arrays cost
+    page faults, which dominated a small net's loss)."""
+    g = np.empty_like(o) if out is None else out
+    np.subtract(y, o, out=g)                                                  # temp1
+    temp2 = np.empty_like(g)
+    np.multiply(g, scale, out=temp2, dtype=_F64, casting="unsafe")   # in double, stored as float
+    np.multiply(temp2, g, out=g)                                              # the float products
+    loss = float(np.add.reduce(g.reshape(-1), dtype=_F64))                    # in double
+    np.negative(temp2, out=g)
+    return loss, g
+
+
+def _gradient_buffer(sub, o):
+    """The host array of ``sub``'s gradient input, to be ASSIGNED in full (shaped as ``o``,
+    the output it is the gradient of): a loss writes every element, so the buffer is taken
+    as it is, without the zero-fill a stale one would get (``gradient_input_target``)."""
+    grad, _ = gradient_input_target(sub)
+    if grad.size() != o.size:
+        raise ValueError(f"loss: the gradient input {grad.shape} does not match the output {o.shape}")
+    return grad.host_write_only().reshape(o.shape)
 
 
 # ----------------------------------------------------------------------------------------
@@ -59,9 +74,9 @@ class loss_mean_squared_(named_loss):
     def compute_loss_value_and_gradient(self, x, labels, sub):
         name = "loss_mean_squared_"
         out, labels, o = prepare(name, x, sub, labels, k=1, nr=1, nc=1)
-        y = float_labels(name, labels).astype(o.dtype)
-        loss, grad = squared_error(y, o.reshape(-1), 1.0 / out.num_samples())
-        assign_gradient(sub, grad)
+        y = float_labels(name, labels, dtype=o.dtype)
+        loss, _ = squared_error(y, o.reshape(-1), 1.0 / out.num_samples(),
+                                _gradient_buffer(sub, o).reshape(-1))
         return loss
 
 
@@ -84,9 +99,9 @@ class loss_mean_squared_multioutput_(named_loss):
         out, labels, o = prepare(name, x, sub, labels, nr=1, nc=1)
         k = out.k()
         labels = [np.asarray(t).reshape(-1) if np.shape(t) == (k, 1) else t for t in labels]
-        y = float_labels(name, labels, (k,)).astype(o.dtype)
-        loss, grad = squared_error(y, o.reshape(y.shape), 1.0 / out.num_samples())
-        assign_gradient(sub, grad)
+        y = float_labels(name, labels, (k,), dtype=o.dtype)
+        loss, _ = squared_error(y, o.reshape(y.shape), 1.0 / out.num_samples(),
+                                _gradient_buffer(sub, o).reshape(y.shape))
         return loss
 
 
@@ -223,8 +238,7 @@ class loss_mean_squared_per_channel_and_pixel_(named_loss):
                 raise ValueError(f"{name}: label {i} has shape {np.shape(t)} but the net outputs "
                                  f"{out.shape[1:]} (C, nr, nc) per sample")
         y = float_labels(name, labels, out.shape[1:], o.dtype)
-        loss, grad = squared_error(y, o, 1.0 / out.size())
-        assign_gradient(sub, grad)
+        loss, _ = squared_error(y, o, 1.0 / out.size(), _gradient_buffer(sub, o))
         return loss
 
 
