@@ -114,9 +114,23 @@ def _float_labels(labels):
     return arr if arr.dtype.kind == "f" else None
 
 
+def _finite_arrays(labels):
+    """True when ``labels`` is a list of float arrays that are all finite, checked one by one
+    with a sum (NaN and inf propagate; an overflow to inf is checked element by element)
+    instead of stacking a copy of them all; False when that cannot tell (other labels, or
+    some non-finite value: the caller looks closer)."""
+    if isinstance(labels, np.ndarray) or not all(isinstance(t, np.ndarray) and t.dtype.kind == "f"
+                                                 for t in labels):
+        return False
+    with np.errstate(over="ignore", invalid="ignore"):
+        return all(np.isfinite(np.add.reduce(t, axis=None)) or np.isfinite(t).all() for t in labels)
+
+
 def check_labels(pos: position, labels):
     """Raise ValueError if float labels hold NaN or inf, naming the sample (a regression loss
     would turn them into a NaN/inf loss, which the divergence guard can only undo)."""
+    if len(labels) and _finite_arrays(labels):
+        return
     arr = _float_labels(labels)
     if arr is None or np.isfinite(arr).all():
         return
