@@ -372,7 +372,7 @@ def _export(args, out):
 def _import(args, out):
     """``dnnpy import MODEL.onnx -o NET.dat``: the net in dlib's format, and beside it
     (``NET.hpp``) the C++ declaration that reads it; the declaration is printed too."""
-    net = import_model(args.file, loss=args.loss)
+    net = import_model(args.file, loss=args.loss, input=args.input)
     declaration = cpp_declaration(net)            # refused layers fail before anything is written
     serialize(net, args.output, format="dlib")
     header = os.path.splitext(args.output)[0] + ".hpp"
@@ -461,6 +461,8 @@ def _parser():
     m.add_argument("-o", "--output", required=True, help="the dlib-format file to write (e.g. net.dat); "
                                                           "the C++ declaration goes beside it (net.hpp)")
     m.add_argument("--loss", default=None, help="a loss layer on top, e.g. multiclass_log")
+    m.add_argument("--input", default=None, help="the input layer whose output the graph takes, as a "
+                   "bracket expression, e.g. 'input_rgb_image_sized[150]' (default: input_tensor)")
     m.add_argument("--import", dest="imports", **imp)
     face_recognition_cli.add_commands(sub)
     return p

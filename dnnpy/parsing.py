@@ -17,7 +17,7 @@ from . import layers, loss  # noqa: F401  (importing them registers their templa
 from .inputs.base import input_layer
 from .templates import NetType, is_input_type, register_input, registered
 
-__all__ = ["net_type_from_string", "MAX_EXPRESSION_LENGTH", "MAX_DEPTH"]
+__all__ = ["net_type_from_string", "input_type_from_string", "MAX_EXPRESSION_LENGTH", "MAX_DEPTH"]
 
 _REGISTRY, _INPUTS, _INPUT_TEMPLATES = registered()
 
@@ -63,6 +63,22 @@ def net_type_from_string(s: str) -> NetType:
     """Parse ``repr(net_type)`` back into the identical (cached) NetType. Raises ValueError
     for anything else, including an expression over ``MAX_EXPRESSION_LENGTH`` characters or
     nested over ``MAX_DEPTH`` brackets deep (refused before it is read further)."""
+    result = _parse(s)
+    if not isinstance(result, NetType):
+        raise ValueError(f"net_type_from_string: {s[:100]!r} is not a net type")
+    return result
+
+
+def input_type_from_string(s: str):
+    """Parse an input layer's expression (``input_rgb_image_sized[150]``, ``input[uint8]``,
+    ``input_tensor``) into its class; ValueError for anything else."""
+    result = _parse(s)
+    if not is_input_type(result):
+        raise ValueError(f"input_type_from_string: {s[:100]!r} is not an input layer")
+    return result
+
+
+def _parse(s):
     _ensure_registered()
     if len(s) > MAX_EXPRESSION_LENGTH:
         raise ValueError(f"net_type_from_string: the expression has {len(s)} characters, over the "
@@ -145,8 +161,6 @@ def net_type_from_string(s: str) -> NetType:
     result = value()
     if peek()[0] is not None:
         raise ValueError(f"net_type_from_string: trailing text at offset {peek()[2]}")
-    if not isinstance(result, NetType):
-        raise ValueError(f"net_type_from_string: {s[:100]!r} is not a net type")
     return result
 
 

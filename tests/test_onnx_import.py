@@ -259,3 +259,45 @@ def test_import_command_writes_dlibs_file_and_the_cpp_declaration(tmp_path, caps
     assert cpp.cpp_type(import_model(data, loss="multiclass_log")).startswith("dlib::loss_multiclass_log<")
     with pytest.raises(ValueError, match=r"layer<1> bn_: no C\+\+ declaration"):
         cpp.cpp_type(dnnpy.fc[2, dnnpy.bn_con[dnnpy.input_tensor]])
+
+
+def test_arithmetic_with_constants_is_an_affine_and_pads_before_adds_are_dropped():
+    """Mul, Add, Sub, Div of the tensor and a constant (a scalar, one value per channel, or
+    one per element of a sample) read as dlib's affine, merged when consecutive; a zero Pad
+    that only makes two branches meet at an Add is dropped (add_prev pads so); other Pads
+    are refused, naming the node."""
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((2, 2, 6, 6)).astype(np.float32)
+    per_channel = rng.uniform(0.5, 2, (1, 2, 1, 1))
+    chain = _model([helper.make_node("Mul", ["x", "g"], ["a"], name="mul"),
+                    helper.make_node("Add", ["a", "b"], ["s"], name="add"),
+                    helper.make_node("Sub", ["s", "half"], ["d"], name="sub"),
+                    helper.make_node("Div", ["d", "four"], ["e"], name="div"),
+                    helper.make_node("Relu", ["e"], ["f"]),
+                    helper.make_node("Mul", ["f", "grid"], ["y"], name="grid")],
+                   {"g": per_channel, "b": rng.standard_normal((2, 1, 1)), "half": 0.5, "four": 4.0,
+                    "grid": rng.standard_normal((2, 6, 6))})
+    net = import_model(chain)
+    assert repr(net.net_type) == "affine[relu[affine[0, input_tensor]]]"    # FC_MODE (the default), CONV_MODE
+    _close(net(x), _run(chain, x))
+    # a block whose shortcut is a strided average, zero-padded to the block's channels
+    w = rng.standard_normal((4, 2, 3, 3))
+    down = _model([helper.make_node("Conv", ["x", "w", "cb"], ["c"], name="c", pads=[1, 1, 1, 1], strides=[2, 2]),
+                   helper.make_node("AveragePool", ["x"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+                   helper.make_node("Pad", ["p", "pads"], ["q"], name="pad"),
+                   helper.make_node("Add", ["c", "q"], ["y"])],
+                  {"w": w, "cb": rng.standard_normal(4)})
+    down = onnx.load_from_string(down)
+    down.graph.initializer.append(numpy_helper.from_array(np.array([0, 0, 0, 0, 0, 2, 0, 0], np.int64), "pads"))
+    data = down.SerializeToString()
+    net = import_model(data)
+    assert repr(net.net_type) == ("add_prev2[avg_pool[2, 2, 2, 2, skip1[tag2[con[4, 3, 3, 2, 2, 1, 1, "
+                                  "tag1[input_tensor]]]]]]")
+    _close(net(x), _run(data, x))
+    alone = _model([helper.make_node("Pad", ["x", "pads"], ["y"], name="pad")], {})
+    alone = onnx.load_from_string(alone)
+    alone.graph.initializer.append(numpy_helper.from_array(np.array([0, 0, 0, 0, 0, 1, 0, 0], np.int64), "pads"))
+    with pytest.raises(onnx_import_error, match=r"node pad \(Pad\).*Add"):
+        import_model(alone.SerializeToString())
+    with pytest.raises(onnx_import_error, match=r"node div \(Div\): divides a constant by the tensor"):
+        import_model(_model([helper.make_node("Div", ["four", "x"], ["y"], name="div")], {"four": 4.0}))

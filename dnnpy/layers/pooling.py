@@ -94,8 +94,13 @@ class _pool_base(sliding_window, computational_layer):
         (``ceil_mode=0``) and, for averages, ``count_include_pad=0``: dlib's windows are
         clipped to the image, and ONNX leaves the padded cells out of both. A window of 0
         spans the whole input. (A max window that is all -inf gives -inf here and
-        -3.4e38 in onnxruntime, which starts from the lowest float.)"""
+        -3.4e38 in onnxruntime, which starts from the lowest float.) A window of 0 by 0 without
+        padding (dlib's ``max_pool_everything`` / ``avg_pool_everything``) is ONNX's
+        ``GlobalMaxPool`` / ``GlobalAveragePool``, for any input size."""
         n, k, h, w = g.shape(x)
+        if self.nr_ == 0 and self.nc_ == 0 and self.padding_y_ == 0 and self.padding_x_ == 0:
+            return g.node("GlobalMaxPool" if self._kind == "max" else "GlobalAveragePool", [x],
+                          shape=(n, k, 1, 1))
         nr, nc = self.nr_ or h, self.nc_ or w
         oh = (h + 2 * self.padding_y_ - nr) // self.stride_y_ + 1
         ow = (w + 2 * self.padding_x_ - nc) // self.stride_x_ + 1

@@ -15,8 +15,14 @@ Reshape before an fc (dlib's fc flattens), Dropout and Identity
 (dropped). The shape computations exporters put in front of a Reshape (Shape, Gather,
 Unsqueeze, Concat, Constant) are ignored when they feed only its shape.
 
+Arithmetic with constants (Add, Sub, Mul, Div: ``gamma * x + beta`` per channel or per
+element of a sample) is an ``affine``; a zero Pad that only makes two branches' sizes meet at
+an Add is dropped (dlib's ``add_prev`` pads so itself).
+
 The input layer is ``input_tensor``: the net takes what the graph takes, float32 NCHW (or a
-``(N, features)`` matrix as ``(N, features, 1, 1)``). There is no loss layer unless ``loss``
+``(N, features)`` matrix as ``(N, features, 1, 1)``). ``input`` names another input layer
+(``input_rgb_image_sized[150]``, or its bracket text) whose output the graph's input is, e.g.
+for a model trained on what dlib's input layer makes of images. There is no loss layer unless ``loss``
 names one (``"multiclass_log"``: ``loss_multiclass_log`` over the output, ...). Anything else
 is refused with an ``onnx_import_error`` naming the file, the node, its op and why; nothing
 half-built is returned. Needs the ``onnx`` package (``pip install 'dnnpy[onnx]'``); opsets 13
@@ -35,11 +41,17 @@ from ..errors import SerializationError
 from ..inputs import input_tensor
 from ..layers import merge, rearrange
 from ..serialization.files import read_source
+from ..parsing import input_type_from_string
 from ..templates import loss_template, skip_templates, tag_templates
+from ..tensor import resizable_tensor
 
 __all__ = ["import_model", "onnx_import_error", "OPSET_RANGE"]
 
 OPSET_RANGE = (13, 21)
+_ARITHMETIC = ("Add", "Sub", "Mul", "Div")     # of the tensor and a constant: an affine
+_MAX_FOLDS = 64          # rounds of shape inference and folding (one per dependent Pad, about)
+_NOT_FOLDED = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
+               "Bernoulli", "Dropout"}
 _SHAPE_OPS = {"Shape", "Gather", "Unsqueeze", "Squeeze", "Concat", "Constant", "Cast", "Slice"}
 _DROPPED = {"Dropout", "Identity"}
 
@@ -56,11 +68,18 @@ def _onnx():
         raise ImportError("dnnpy.onnx.import_model needs the onnx package: pip install 'dnnpy[onnx]'") from e
 
 
-def import_model(source, *, loss=None):
+def import_model(source, *, loss=None, input=None):
     """The dnnpy net an ONNX model (a path, a binary file object or the bytes) computes, with
     its weights: see the module's docstring for what is read. ``loss``: ``None`` (no loss
     layer: ``net(x)`` returns the graph's output) or a loss's name (``"multiclass_log"``,
-    ``"loss_multiclass_log"``, ...) put on top."""
+    ``"loss_multiclass_log"``, ...) put on top. ``input``: the input layer (default
+    ``input_tensor``), a type such as ``dnnpy.input_rgb_image_sized[150]`` or its bracket
+    text; the graph's input is what that layer makes (its shape is checked)."""
+    if isinstance(input, str):
+        try:
+            input = input_type_from_string(input)
+        except ValueError as e:
+            raise onnx_import_error(f"import_model: input={input!r}: {e}") from None
     onnx = _onnx()
     try:
         data, name = read_source(source, bytes_are_data=True)
@@ -74,11 +93,17 @@ def import_model(source, *, loss=None):
     if opset is None or not OPSET_RANGE[0] <= opset <= OPSET_RANGE[1]:
         raise onnx_import_error(f"{name}: opset {opset} is not supported (dnnpy reads opsets "
                                 f"{OPSET_RANGE[0]} to {OPSET_RANGE[1]})")
-    try:
-        model = onnx.shape_inference.infer_shapes(model)
-    except Exception as e:
-        raise onnx_import_error(f"{name}: ONNX shape inference failed ({e})") from None
-    return _Importer(model, name, onnx).net(loss)
+    # shape inference and constant folding in turn: a folded Pad's pads give the shapes after
+    # it, which let the next computed pads fold (torch's F.pad computes them from shapes)
+    for _ in range(_MAX_FOLDS):
+        try:
+            model = onnx.shape_inference.infer_shapes(model, data_prop=True)
+        except Exception as e:
+            raise onnx_import_error(f"{name}: ONNX shape inference failed ({e})") from None
+        importer = _Importer(model, name, onnx)
+        if not importer.fold_into(model):
+            break
+    return importer.net(loss, input_tensor if input is None else input)
 
 
 class _Importer:
@@ -104,6 +129,49 @@ class _Importer:
         for v in list(self.graph.input) + list(self.graph.value_info) + list(self.graph.output):
             dims = v.type.tensor_type.shape.dim
             self.shapes[v.name] = tuple(d.dim_value if d.HasField("dim_value") else None for d in dims)
+        self._fold_constants()
+
+    def fold_into(self, model):
+        """Replace the nodes whose outputs are all constants by initializers in ``model``;
+        whether any node went."""
+        numpy_helper = importlib.import_module("onnx.numpy_helper")
+        graph = model.graph
+        kept = [n for n in graph.node if not all(o in self.consts for o in n.output)]
+        if len(kept) == len(graph.node):
+            return False
+        needed = {i for n in kept for i in n.input} | {o.name for o in graph.output}
+        have = {t.name for t in graph.initializer}
+        made = [numpy_helper.from_array(np.asarray(self.consts[o]), o) for n in graph.node
+                if n not in kept for o in n.output if o in needed and o not in have]
+        del graph.node[:]
+        graph.node.extend(kept)
+        graph.initializer.extend(made)
+        return True
+
+    def _fold_constants(self):
+        """Evaluate the nodes whose inputs are all constants (and ``Shape`` of a tensor whose
+        shape is known), in graph order, with onnx's reference runtime: exporters compute
+        pads, shapes and scales so (torch's ``F.pad``: Constant, ConstantOfShape, Concat,
+        Reshape, Slice, Transpose, Cast)."""
+        evaluator = importlib.import_module("onnx.reference").ReferenceEvaluator
+        for node in self.graph.node:
+            if all(o in self.consts for o in node.output) or node.op_type in _NOT_FOLDED:
+                continue
+            inputs = [i for i in node.input if i]
+            if node.op_type == "Shape":
+                known = (self.consts[inputs[0]].shape if inputs and inputs[0] in self.consts
+                         else self.shapes.get(inputs[0]) if inputs else None)
+                if known and all(d is not None for d in known) and not self._attrs(node):
+                    self.consts[node.output[0]] = np.array(known, np.int64)
+                continue
+            if not inputs or not all(i in self.consts for i in inputs):
+                continue
+            try:
+                values = evaluator(node).run(None, {i: self.consts[i] for i in inputs})
+            except Exception:        # noqa: BLE001 - an op the reference runtime lacks: left as it is
+                continue
+            for name, value in zip(node.output, values):
+                self.consts[name] = np.asarray(value)
 
     def fail(self, node, why):
         return onnx_import_error(f"{self.name}: node {node.name or '(unnamed)'} ({node.op_type}): {why}")
@@ -145,7 +213,8 @@ class _Importer:
                     changed = True
         return skip
 
-    def net(self, loss):
+    def net(self, loss, input_type):
+        self.input_type = input_type
         self.input_name, _ = self._input()
         self.skip = self._shape_only()
         self.producer = {}
@@ -192,18 +261,77 @@ class _Importer:
         return self._append(self._steps(inputs[0]), node)
 
     def _append(self, steps, node):
-        """``steps`` with one-input ``node``'s step added: its layer, or, for an Add of a
-        constant after a MatMul, that fc's bias."""
-        if node.op_type == "Add":       # a constant added: the bias of the fc before it
-            last = steps[-1] if steps else None
-            if last is None or last[0] != "layer" or last[3] is None or last[3].get("bias_of") != "MatMul":
-                raise self.fail(node, "adds a constant to something other than a MatMul's output; "
-                                      "dnnpy reads that as an fc's bias only")
+        """``steps`` with one-input ``node``'s step added: its layer; for an Add of a constant
+        after a MatMul, that fc's bias; for arithmetic with constants (Add, Sub, Mul, Div:
+        ``gamma * x + beta``), an ``affine``, merged into an affine just before it."""
+        last = steps[-1] if steps else None
+        if node.op_type == "Add" and last is not None and last[0] == "layer" and last[3] is not None \
+                and last[3].get("bias_of") == "MatMul":       # the bias of the fc before it
             last[3]["bias"] = self.consts[next(i for i in node.input if i in self.consts)].reshape(-1)
             last[3]["bias_of"] = None
             return steps
-        step = self._step(node, self.shapes.get(self._data_inputs(node)[0], ()))
+        shape = self.shapes.get(self._data_inputs(node)[0], ())
+        if node.op_type in _ARITHMETIC:
+            gamma, beta, mode = self._affine_terms(node, shape)
+            if last is not None and last[0] == "layer" and isinstance(last[1], layers.affine_) \
+                    and last[1].get_mode() == mode:          # y = g2 (g1 x + b1) + b2
+                last[3]["gamma"], last[3]["beta"] = gamma * last[3]["gamma"], gamma * last[3]["beta"] + beta
+                return steps
+            return steps + [("layer", layers.affine_(mode), _set_affine, {"gamma": gamma, "beta": beta})]
+        if node.op_type == "Pad":
+            self._check_add_padding(node)
+            return steps                 # dlib's add_prev zero-pads the smaller input itself
+        step = self._step(node, shape)
         return steps + ([("layer",) + step] if step is not None else [])
+
+    def _check_add_padding(self, node):
+        """A Pad that dnnpy drops: zeros after the ends of the channel and spatial axes,
+        feeding only an Add of two branches (dlib's add_prev adds tensors of different
+        sizes as if the smaller were zero-padded so; exporters write the Pad)."""
+        a = self._attrs(node)
+        mode = a.get("mode", b"constant")
+        pads = self.consts.get(node.input[1]) if len(node.input) > 1 and node.input[1] else a.get("pads")
+        value = self.consts.get(node.input[2]) if len(node.input) > 2 and node.input[2] else 0
+        users = [n for n in self.graph.node if node.output[0] in n.input]
+        pads = None if pads is None else [int(p) for p in np.asarray(pads).reshape(-1)]
+        if (mode not in (b"constant", "constant") or pads is None or len(pads) != 8 or any(pads[:4])
+                or pads[4] or float(np.asarray(value).reshape(-1)[0] if np.size(value) else 0) != 0
+                or len(users) != 1 or users[0].op_type != "Add" or len(self._data_inputs(users[0])) != 2):
+            raise self.fail(node, f"pads {pads} (mode {mode!r}): dnnpy reads only the zeros after the "
+                                  f"channels, rows or columns that make two branches' sizes meet at "
+                                  f"an Add (dlib's add_prev pads so itself)")
+
+    def _affine_terms(self, node, shape):
+        """``(gamma, beta, mode)`` of an Add, Sub, Mul or Div of the tensor and a constant
+        (``y = gamma * x + beta``, float64): one value per channel (CONV_MODE) when the
+        constant is a scalar or holds one value per channel, per (channel, row, column)
+        (FC_MODE) when it holds one per element of a sample."""
+        op = node.op_type
+        data = self._data_inputs(node)[0]
+        c = np.asarray(self._const(node, 1 if node.input[0] == data else 0, "other operand"), np.float64)
+        first = node.input[0] == data                                     # x op c (or c op x)
+        if op == "Div" and not first:
+            raise self.fail(node, "divides a constant by the tensor: no dlib layer computes 1/x")
+        if len(shape) not in (2, 4):
+            raise self.fail(node, f"a rank-{len(shape)} input: dlib's affine scales (N, C[, H, W]) tensors")
+        sample = tuple(shape[1:]) + (1,) * (4 - len(shape))               # (C, H, W)
+        if c.ndim > len(shape) or (c.ndim == len(shape) and c.shape[0] != 1):
+            raise self.fail(node, f"a constant of shape {c.shape}: dlib's affine has one value per "
+                                  f"channel or per element of a sample")
+        body = c.reshape(c.shape[1:] if c.ndim == len(shape) else c.shape)
+        body = body.reshape((1,) * (len(shape) - 1 - body.ndim) + body.shape)   # aligned right
+        body = body.reshape(body.shape + (1,) * (3 - body.ndim))                 # as (C, H, W)
+        try:
+            full = np.broadcast_to(body, sample)
+        except ValueError:
+            raise self.fail(node, f"a constant of shape {c.shape} does not broadcast to the samples "
+                                  f"{sample}") from None
+        per_channel = body.shape[1:] == (1, 1)
+        mode = layers.CONV_MODE if per_channel else layers.FC_MODE
+        v = full[:, 0, 0] if per_channel else full.reshape(-1)
+        one, zero = np.ones_like(v), np.zeros_like(v)
+        return {"Add": (one, v), "Sub": (one, -v) if first else (-one, v),
+                "Mul": (v, zero), "Div": (1.0 / v, zero)}[op] + (mode,)
 
     def _branch(self, start, end):
         """The tensors from ``start`` (excluded) back to... the chain ``end``'s producers walk
@@ -233,15 +361,13 @@ class _Importer:
         if fork is None:
             raise self.fail(node, f"adds {a!r} and {b!r}, which do not come from one tensor by chains "
                                   f"of one-input nodes (nested branches are not read yet)")
-        long, short = self._branch(fork, a), self._branch(fork, b)
-        if len(short) > len(long):
+        long, short = self._chain_steps(self._branch(fork, a)), self._chain_steps(self._branch(fork, b))
+        if len(short) > len(long):            # (a branch of dropped nodes, a Pad, has no steps)
             long, short = short, long
-        steps = self._steps(fork) + [("tag", 1)]
-        steps += self._chain_steps(long)
+        steps = self._steps(fork) + [("tag", 1)] + long
         if not short:
             return steps + [("add_prev", 1)]
-        steps += [("tag", 2), ("skip", 1)] + self._chain_steps(short)
-        return steps + [("add_prev", 2)]
+        return steps + [("tag", 2), ("skip", 1)] + short + [("add_prev", 2)]
 
     def _concat(self, node, inputs):
         """The channels of several branches from one tensor f, in order: dlib's
@@ -429,9 +555,11 @@ class _Importer:
 
     # -- the net ------------------------------------------------------------------------------
     def _build(self, steps, loss):
-        net_type, made = input_tensor, []
+        net_type, made = self.input_type, []
         for step in steps:
             kind = step[0]
+            if kind == "layer" and isinstance(step[1], layers.fc_) and step[3]["bias"] is None:
+                step = ("layer", layers.fc_(step[1].get_num_outputs(), layers.FC_NO_BIAS)) + step[2:]
             if kind == "layer":
                 net_type = add_layer[step[1], net_type]
                 made.append(step)
@@ -455,9 +583,15 @@ class _Importer:
         net = net_type()
         # set the layers up with one sample, then put the graph's weights in
         shape = self.shapes[self.input_name]
-        sample = np.zeros((1,) + tuple(shape[1:]) + (1,) * (4 - len(shape)), np.float32)
+        sample = resizable_tensor(*((1,) + tuple(shape[1:]) + (1,) * (4 - len(shape))))
+        sample.host_write_only()[...] = 0
+        sized = type(net.input_layer())                     # an input of fixed image size
+        if getattr(sized, "NR", None) and tuple(sample.shape[2:]) != (sized.NR, sized.NC):
+            raise onnx_import_error(f"{self.name}: the graph's input is {tuple(shape)}, but "
+                                    f"{self.input_type!r} makes {sized.NR} x {sized.NC} images")
         node = net.subnet_node() if loss is not None else net
-        node.forward(net.to_tensor(sample))
+        node.forward(sample)
+        net.input_node().set_sample_expansion_factor(1)    # as to_tensor would: dlib's files hold it
         computational = [n for n in reversed(node.layers()) if isinstance(n, add_layer)]
         for n, (_, obj, setter, values) in zip(computational, made):
             if setter is not None:
@@ -488,8 +622,6 @@ def _set_fc(d, values):
     _write(d.get_weights(), w, "weights")
     if values["bias"] is not None:
         _write(d.get_biases(), values["bias"], "bias")
-    else:
-        _write(d.get_biases(), np.zeros(w.shape[1], np.float32), "bias")
 
 
 def _set_affine(d, values):
