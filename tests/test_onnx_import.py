@@ -87,6 +87,19 @@ def test_torch_chain_with_bn_pools_and_activations_equals_onnxruntime():
         net = import_model(data)
         assert ("affine[" in repr(net.net_type)) == kept
         _close(net(x), _run(data, x))
+    # kept as bn_con, with torch's running statistics, for further training: its inference copy
+    # computes the graph, and a training step runs on it
+    net = import_model(data, bn="bn", loss="multiclass_log")
+    assert "bn_con[" in repr(net.net_type)
+    bn = next(n.layer_details() for n in net.subnet_node().layers()
+              if type(getattr(n, "layer_details", lambda: None)()).__name__ == "bn_")
+    np.testing.assert_allclose(np.array(bn.running_variances).reshape(-1), m.bn.running_var.numpy(), rtol=1e-6)
+    _close(dnnpy.inference_copy(net).subnet_node().forward(dnnpy.resizable_tensor(x)).host_read(),
+           _run(data, x))
+    trainer = dnnpy.dnn_trainer(net, dnnpy.sgd())
+    trainer.train_one_step(list(x), [0, 1])
+    with pytest.raises(ValueError, match="bn must be"):
+        import_model(data, bn="batchnorm")
 
 
 def test_torch_resnet_blocks_equal_onnxruntime():

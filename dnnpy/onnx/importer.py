@@ -68,13 +68,19 @@ def _onnx():
         raise ImportError("dnnpy.onnx.import_model needs the onnx package: pip install 'dnnpy[onnx]'") from e
 
 
-def import_model(source, *, loss=None, input=None):
+def import_model(source, *, loss=None, input=None, bn="affine"):
     """The dnnpy net an ONNX model (a path, a binary file object or the bytes) computes, with
     its weights: see the module's docstring for what is read. ``loss``: ``None`` (no loss
     layer: ``net(x)`` returns the graph's output) or a loss's name (``"multiclass_log"``,
     ``"loss_multiclass_log"``, ...) put on top. ``input``: the input layer (default
     ``input_tensor``), a type such as ``dnnpy.input_rgb_image_sized[150]`` or its bracket
-    text; the graph's input is what that layer makes (its shape is checked)."""
+    text; the graph's input is what that layer makes (its shape is checked). ``bn``: what a
+    BatchNormalization becomes: ``"affine"`` (its inference form, dlib's choice for a trained
+    net) or ``"bn"`` (``bn_con`` with the graph's scale, bias, running mean and variance and
+    epsilon, for further training; its running statistics go on as if averaged over a full
+    window)."""
+    if bn not in ("affine", "bn"):
+        raise ValueError(f"import_model: bn must be 'affine' or 'bn', got {bn!r}")
     if isinstance(input, str):
         try:
             input = input_type_from_string(input)
@@ -103,6 +109,7 @@ def import_model(source, *, loss=None, input=None):
         importer = _Importer(model, name, onnx)
         if not importer.fold_into(model):
             break
+    importer.bn = bn
     return importer.net(loss, input_tensor if input is None else input)
 
 
@@ -110,6 +117,7 @@ class _Importer:
     """The walk from the graph's input along its chain of nodes."""
 
     def __init__(self, model, name, onnx):
+        self.bn = "affine"              # what a BatchNormalization becomes (import_model's bn)
         numpy_helper = onnx.numpy_helper
         self.helper = onnx.helper
         self.name, self.graph = name, model.graph
@@ -483,10 +491,14 @@ class _Importer:
         if op == "BatchNormalization":
             scale, b, mean, var = (self._const(node, i, n).astype(np.float64)
                                    for i, n in ((1, "scale"), (2, "bias"), (3, "mean"), (4, "variance")))
-            gamma = scale / np.sqrt(var + a.get("epsilon", 1e-5))
+            eps = a.get("epsilon", 1e-5)
             if len(shape) != 4:
                 raise self.fail(node, f"a rank-{len(shape)} input: dnnpy maps BatchNormalization of "
-                                      f"(N, C, H, W) tensors (affine in CONV_MODE)")
+                                      f"(N, C, H, W) tensors (affine or bn_ in CONV_MODE)")
+            if self.bn == "bn":
+                return (layers.bn_(layers.CONV_MODE, eps=eps), _set_bn,
+                        {"gamma": scale, "beta": b, "mean": mean, "var": var})
+            gamma = scale / np.sqrt(var + eps)
             return (layers.affine_(layers.CONV_MODE), _set_affine, {"gamma": gamma, "beta": b - mean * gamma})
         simple = {"Relu": layers.relu_, "Sigmoid": layers.sig_, "Tanh": layers.htan_, "Mish": layers.mish_}
         if op in simple:
@@ -622,6 +634,17 @@ def _set_fc(d, values):
     _write(d.get_weights(), w, "weights")
     if values["bias"] is not None:
         _write(d.get_biases(), values["bias"], "bias")
+
+
+def _set_bn(d, values):
+    gamma, beta = d.get_layer_params().host().reshape(2, -1)
+    for dest, key in ((gamma, "gamma"), (beta, "beta")):
+        if np.size(values[key]) != dest.size:
+            raise ValueError(f"{key}: the graph has {np.size(values[key])} values where the layer has {dest.size}")
+        dest[...] = np.asarray(values[key], np.float32).reshape(-1)
+    _write(d.running_means, values["mean"], "running mean")
+    _write(d.running_variances, values["var"], "running variance")
+    d.num_updates = d.get_running_stats_window_size()     # a long-trained net's statistics
 
 
 def _set_affine(d, values):
