@@ -314,3 +314,32 @@ def test_arithmetic_with_constants_is_an_affine_and_pads_before_adds_are_dropped
         import_model(alone.SerializeToString())
     with pytest.raises(onnx_import_error, match=r"node div \(Div\): divides a constant by the tensor"):
         import_model(_model([helper.make_node("Div", ["four", "x"], ["y"], name="div")], {"four": 4.0}))
+
+
+def test_layer_normalization_is_dlibs_layer_norm():
+    """LayerNormalization over each sample's (C, H, W) (torch's nn.LayerNorm of that shape)
+    is dlib's layer_norm; a per-channel scale and shift after it join its gamma and beta; a
+    scale that varies within a channel is refused."""
+    torch = pytest.importorskip("torch")
+
+    class Net(torch.nn.Module):
+        def __init__(self, affine):
+            super().__init__()
+            self.c = torch.nn.Conv2d(2, 4, 3, 1, 1)
+            self.ln = torch.nn.LayerNorm((4, 6, 6), elementwise_affine=affine)
+            self.g = torch.nn.Parameter(torch.rand(1, 4, 1, 1) + 0.5)
+
+        def forward(self, x):
+            return torch.relu(self.ln(self.c(x)) * self.g + 0.25)
+
+    torch.manual_seed(3)
+    x = np.random.default_rng(9).standard_normal((2, 2, 6, 6)).astype(np.float32)
+    data = _torch_onnx(Net(False), x)
+    net = import_model(data)
+    assert repr(net.net_type) == "relu[layer_norm[con[4, 3, 3, 1, 1, input_tensor]]]"
+    _close(net(x), _run(data, x))
+    varying = Net(True)
+    with torch.no_grad():
+        varying.ln.weight.uniform_(0.5, 1.5)
+    with pytest.raises(onnx_import_error, match=r"LayerNormalization\): a scale or bias that varies within a channel"):
+        import_model(_torch_onnx(varying, x))

@@ -16,7 +16,8 @@ Reshape before an fc (dlib's fc flattens), Dropout and Identity
 Unsqueeze, Concat, Constant) are ignored when they feed only its shape.
 
 Arithmetic with constants (Add, Sub, Mul, Div: ``gamma * x + beta`` per channel or per
-element of a sample) is an ``affine``; a zero Pad that only makes two branches' sizes meet at
+element of a sample) is an ``affine`` (or joins the ``layer_norm`` of a LayerNormalization
+over axis 1 before it); a zero Pad that only makes two branches' sizes meet at
 an Add is dropped (dlib's ``add_prev`` pads so itself).
 
 The input layer is ``input_tensor``: the net takes what the graph takes, float32 NCHW (or a
@@ -281,8 +282,10 @@ class _Importer:
         shape = self.shapes.get(self._data_inputs(node)[0], ())
         if node.op_type in _ARITHMETIC:
             gamma, beta, mode = self._affine_terms(node, shape)
-            if last is not None and last[0] == "layer" and isinstance(last[1], layers.affine_) \
-                    and last[1].get_mode() == mode:          # y = g2 (g1 x + b1) + b2
+            mergeable = last is not None and last[0] == "layer" and (
+                isinstance(last[1], layers.affine_) and last[1].get_mode() == mode
+                or isinstance(last[1], layers.layer_norm_) and mode == layers.CONV_MODE)
+            if mergeable:                                     # y = g2 (g1 x + b1) + b2
                 last[3]["gamma"], last[3]["beta"] = gamma * last[3]["gamma"], gamma * last[3]["beta"] + beta
                 return steps
             return steps + [("layer", layers.affine_(mode), _set_affine, {"gamma": gamma, "beta": beta})]
@@ -500,6 +503,21 @@ class _Importer:
                         {"gamma": scale, "beta": b, "mean": mean, "var": var})
             gamma = scale / np.sqrt(var + eps)
             return (layers.affine_(layers.CONV_MODE), _set_affine, {"gamma": gamma, "beta": b - mean * gamma})
+        if op == "LayerNormalization":
+            rank = len(shape)
+            if rank not in (2, 4) or a.get("axis", -1) % rank != 1:
+                raise self.fail(node, f"axis {a.get('axis', -1)} of a rank-{rank} tensor: dlib's layer_norm "
+                                      f"normalises each sample over all its values (axis 1)")
+            k = shape[1]
+            scale = np.asarray(self._const(node, 1, "scale"), np.float64)
+            bias = (np.asarray(self._const(node, 2, "bias"), np.float64) if len(node.input) > 2 and node.input[2]
+                    else np.zeros_like(scale))
+            per = [np.broadcast_to(v, tuple(shape[1:])).reshape(k, -1) for v in (scale, bias)]
+            if any(not np.all(v == v[:, :1]) for v in per):
+                raise self.fail(node, "a scale or bias that varies within a channel: dlib's layer_norm has one "
+                                      "gamma and one beta per channel")
+            return (layers.layer_norm_(eps=a.get("epsilon", 1e-5)), _set_norm_params,
+                    {"gamma": per[0][:, 0], "beta": per[1][:, 0]})
         simple = {"Relu": layers.relu_, "Sigmoid": layers.sig_, "Tanh": layers.htan_, "Mish": layers.mish_}
         if op in simple:
             return (simple[op](), None, None)
@@ -634,6 +652,12 @@ def _set_fc(d, values):
     _write(d.get_weights(), w, "weights")
     if values["bias"] is not None:
         _write(d.get_biases(), values["bias"], "bias")
+
+
+def _set_norm_params(d, values):
+    """layer_norm's parameters: gamma, then beta, one per channel."""
+    _write(d.get_layer_params(), np.concatenate([np.reshape(values["gamma"], -1),
+                                                 np.reshape(values["beta"], -1)]), "gamma and beta")
 
 
 def _set_bn(d, values):
