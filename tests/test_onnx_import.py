@@ -343,3 +343,31 @@ def test_layer_normalization_is_dlibs_layer_norm():
         varying.ln.weight.uniform_(0.5, 1.5)
     with pytest.raises(onnx_import_error, match=r"LayerNormalization\): a scale or bias that varies within a channel"):
         import_model(_torch_onnx(varying, x))
+
+
+@pytest.mark.parametrize("name", ["gelu", "silu", "mish"])
+def test_activations_written_as_several_nodes_are_recognised(name):
+    """torch writes GELU as Div, Erf, Add, Mul, Mul and SiLU as x * Sigmoid(x): a pointwise
+    function of one tensor through several nodes that equals one of dlib's activations is that
+    layer (tanh-approximated GELU is not dlib's gelu, and x * x is no activation: refused)."""
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+    act = {"gelu": F.gelu, "silu": F.silu, "mish": F.mish}[name]
+
+    class Net(torch.nn.Module):
+        def __init__(self, f):
+            super().__init__()
+            self.c, self.f = torch.nn.Conv2d(2, 4, 3, 1, 1), f
+
+        def forward(self, x):
+            return self.f(self.c(x))
+
+    torch.manual_seed(4)
+    x = np.random.default_rng(10).standard_normal((2, 2, 6, 6)).astype(np.float32)
+    data = _torch_onnx(Net(act), x)
+    net = import_model(data)
+    assert repr(net.net_type) == f"{name}[con[4, 3, 3, 1, 1, input_tensor]]"
+    _close(net(x), _run(data, x))
+    for other in (lambda t: F.gelu(t, approximate="tanh"), lambda t: t * t):
+        with pytest.raises(onnx_import_error, match="reads 2 tensors"):
+            import_model(_torch_onnx(Net(other), x))

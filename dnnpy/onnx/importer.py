@@ -50,6 +50,9 @@ __all__ = ["import_model", "onnx_import_error", "OPSET_RANGE"]
 
 OPSET_RANGE = (13, 21)
 _ARITHMETIC = ("Add", "Sub", "Mul", "Div")     # of the tensor and a constant: an affine
+_POINTWISE = {"Add", "Sub", "Mul", "Div", "Erf", "Tanh", "Sigmoid", "Exp", "Log", "Softplus",
+              "Pow", "Sqrt", "Neg", "Abs", "Relu", "Reciprocal", "Max", "Min"}
+_MAX_ACTIVATION_NODES = 12     # nodes of one activation written out (tanh-GELU has 8)
 _MAX_FOLDS = 64          # rounds of shape inference and folding (one per dependent Pad, about)
 _NOT_FOLDED = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
                "Bernoulli", "Dropout"}
@@ -260,6 +263,11 @@ class _Importer:
             raise onnx_import_error(f"{self.name}: the tensor {name!r} is neither made by a node nor "
                                     f"the graph's input")
         inputs = self._data_inputs(node)
+        if node.op_type in _POINTWISE:
+            found = self._activation(name)
+            if found is not None:          # an activation written as several pointwise nodes
+                source, layer = found
+                return self._steps(source) + [("layer", layer, None, None)]
         if node.op_type == "Add" and len(inputs) == 2:
             return self._residual(node, *inputs)
         if node.op_type == "Concat" and len(inputs) > 1:
@@ -343,6 +351,55 @@ class _Importer:
         one, zero = np.ones_like(v), np.zeros_like(v)
         return {"Add": (one, v), "Sub": (one, -v) if first else (-one, v),
                 "Mul": (v, zero), "Div": (1.0 / v, zero)}[op] + (mode,)
+
+    def _activation(self, end):
+        """``(x, layer)`` when tensor ``end`` is a pointwise function of one tensor ``x``
+        through several nodes (exporters write GELU as Div, Erf, Add, Mul, Mul and SiLU as
+        Mul(x, Sigmoid(x))) that equals one of dlib's activations: the nodes back from
+        ``end`` that are pointwise with scalar constants, read nowhere else, evaluated with
+        onnx's reference runtime on values from -8 to 8 and compared with dnnpy's layers
+        (within 1e-5 of the value's scale). None otherwise."""
+        nodes, sources, todo = {}, set(), [end]
+        while todo:
+            t = todo.pop()
+            node = self.producer.get(t)
+            if node is None or node.op_type not in _POINTWISE or t == self.input_name:
+                sources.add(t)
+                continue
+            if id(node) in nodes:
+                continue
+            if any(np.size(self.consts[i]) != 1 for i in node.input if i in self.consts):
+                return None                  # a per-channel constant: an affine, not this
+            nodes[id(node)] = node
+            if len(nodes) > _MAX_ACTIVATION_NODES:
+                return None
+            todo.extend(self._data_inputs(node))
+        if len(nodes) < 2 or len(sources) != 1:
+            return None
+        inside = {o for n in nodes.values() for o in n.output} - {end}
+        if any(i in inside for n in self.graph.node if id(n) not in nodes for i in n.input) or \
+                any(o.name in inside for o in self.graph.output):
+            return None                      # an intermediate value read elsewhere
+        (source,) = sources
+        probe = np.linspace(-8, 8, 1601, dtype=np.float32)
+        values = {source: probe}
+        evaluator = importlib.import_module("onnx.reference").ReferenceEvaluator
+        for node in self.graph.node:         # graph order: every input computed before it is read
+            if id(node) in nodes:
+                feed = {i: values[i] if i in values else self.consts[i] for i in node.input if i}
+                try:
+                    out = evaluator(node).run(None, feed)
+                except Exception:            # noqa: BLE001 - not evaluable: not recognised
+                    return None
+                values.update(zip(node.output, (np.asarray(v, np.float32) for v in out)))
+        got = values.get(end)
+        if got is None or got.shape != probe.shape:
+            return None
+        for make in (layers.gelu_, layers.silu_, layers.mish_, layers.sig_, layers.htan_, layers.relu_):
+            want = _pointwise_layer_output(make(), probe)
+            if np.abs(got - want).max() <= 1e-5 * max(1.0, float(np.abs(want).max())):
+                return source, make()
+        return None
 
     def _branch(self, start, end):
         """The tensors from ``start`` (excluded) back to... the chain ``end``'s producers walk
@@ -630,6 +687,12 @@ class _Importer:
                 except ValueError as e:
                     raise onnx_import_error(f"{self.name}: {type(obj).__name__}: {e}") from None
         return net
+
+
+def _pointwise_layer_output(layer, values):
+    """What a pointwise dnnpy layer makes of ``values`` (1-D float32)."""
+    net = add_layer[layer, input_tensor]()
+    return np.asarray(net(values.reshape(1, 1, 1, -1))).reshape(-1)
 
 
 def _write(dest, values, what):
