@@ -371,3 +371,17 @@ def test_activations_written_as_several_nodes_are_recognised(name):
     for other in (lambda t: F.gelu(t, approximate="tanh"), lambda t: t * t):
         with pytest.raises(onnx_import_error, match="reads 2 tensors"):
             import_model(_torch_onnx(Net(other), x))
+
+
+def test_torch_autoencoder_equals_onnxruntime():
+    """The seed autoencoder's shape in torch (a strided convolution, a transposed one back):
+    ConvTranspose reads as dlib's cont."""
+    torch = pytest.importorskip("torch")
+    nn = torch.nn
+    torch.manual_seed(5)
+    model = nn.Sequential(nn.Conv2d(3, 16, 4, 2), nn.ReLU(), nn.ConvTranspose2d(16, 3, 4, 2), nn.ReLU())
+    x = np.random.default_rng(11).uniform(0, 1, (2, 3, 64, 64)).astype(np.float32)
+    data = _torch_onnx(model, x)
+    net = import_model(data)
+    assert repr(net.net_type) == "relu[cont[3, 4, 4, 2, 2, relu[con[16, 4, 4, 2, 2, input_tensor]]]]"
+    _close(net(x), _run(data, x))
