@@ -22,6 +22,7 @@ optional package are read without it): a class counts as covered by a table when
 """
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -78,6 +79,7 @@ def registered_classes():
     return out
 
 
+@functools.lru_cache(maxsize=None)
 def _names(node):
     """The identifiers, attribute names and identifier-like strings (parametrized op names)
     in ``node``."""
@@ -89,21 +91,24 @@ def _names(node):
             out.add(n.attr)
         elif isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.isidentifier():
             out.add(n.value)
-    return out
+    return frozenset(out)
 
 
+@functools.lru_cache(maxsize=None)
 def _module(path):
     return ast.parse(path.read_text(), str(path))
 
 
+@functools.lru_cache(maxsize=None)
 def _whole_files(*patterns):
     names = set()
     for pattern in patterns:
         for path in sorted(TESTS.glob(pattern)):
             names |= _names(_module(path))
-    return names
+    return frozenset(names)
 
 
+@functools.lru_cache(maxsize=None)
 def _functions_calling(callee, patterns=("test_*.py",)):
     """Names in the test functions that call ``callee``, and in the module-level tables and
     helper functions those functions use."""
@@ -120,7 +125,7 @@ def _functions_calling(callee, patterns=("test_*.py",)):
                     names |= inside
                     for used in inside & set(helpers):
                         names |= _names(helpers[used])
-    return names
+    return frozenset(names)
 
 
 def _export_names():
@@ -192,13 +197,14 @@ REACHED_AS = {"affine_transform_rect": "affine_transform", "pooling_forward": "p
               "rand_fill_uniform": "fill_uniform", "rand_fill_gaussian": "fill_gaussian"}
 
 
+@functools.lru_cache(maxsize=None)
 def _ops_called(patterns, exclude=()):
     names = set()
     for pattern in patterns:
         for path in sorted(TESTS.glob(pattern)):
             if path.name not in exclude:
                 names |= _names(_module(path))
-    return names
+    return frozenset(names)
 
 
 @pytest.mark.parametrize("where, patterns, exclude", [

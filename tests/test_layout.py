@@ -7,6 +7,7 @@ fails here instead of waiting for an import order that breaks it.
 """
 
 import ast
+import functools
 import os
 
 import dnnpy
@@ -56,9 +57,16 @@ def _resolve(importer, is_pkg, node):
     return out
 
 
+@functools.lru_cache(maxsize=None)
+def _tree(path):
+    with open(path) as f:
+        return ast.parse(f.read())
+
+
+@functools.lru_cache(maxsize=None)
 def _imports(name):
     path, is_pkg = MODULES[name]
-    tree = ast.parse(open(path).read())
+    tree = _tree(path)
     top, late = set(), set()
     for stmt in tree.body:
         for node in ast.walk(stmt):
@@ -87,6 +95,7 @@ def _parents(root, target):
     return path
 
 
+@functools.lru_cache(maxsize=None)
 def _graph():
     graph = {}
     for name in MODULES:
@@ -203,7 +212,7 @@ def test_no_private_name_imported_from_another_package():
     another package needs gets a public name in the right layer."""
     crossing = []
     for name, (path, is_pkg) in MODULES.items():
-        for node in ast.walk(ast.parse(open(path).read())):
+        for node in ast.walk(_tree(path)):
             if isinstance(node, ast.ImportFrom):
                 for target in _resolve(name, is_pkg, node):
                     private = [a.name for a in node.names
@@ -221,7 +230,7 @@ def test_every_package_docstring_lists_its_modules():
         if not is_pkg:
             continue
         folder = os.path.dirname(path)
-        doc = ast.get_docstring(ast.parse(open(path).read())) or ""
+        doc = ast.get_docstring(_tree(path)) or ""
         entries = [f for f in os.listdir(folder) if f.endswith(".py") and f != "__init__.py"]
         entries += [d + "/" for d in os.listdir(folder)
                     if os.path.exists(os.path.join(folder, d, "__init__.py"))]

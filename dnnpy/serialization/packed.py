@@ -33,11 +33,14 @@ __all__ = ["decode_stream", "PackedStream", "encode_ints", "to_floats", "from_fl
 
 _SEGMENT = 32768       # bytes per segment of the lockstep walk (measured on a 100 MB file:
                        # 8 KB segments, one page of each per step, ran 2x slower; 16 to 64 KB
-                       # alike)
+                       # alike); smaller streams get smaller ones, down to _MIN_SEGMENT, so
+                       # that some _LANES segments walk side by side (a 100 KB file: 30 ms -> 2)
+_MIN_SEGMENT = 512
+_LANES = 256
 _BLOCK = 256           # lockstep steps between marking the starts they reached
 _SYNC_STEPS = 256      # most steps to make a segment's candidate chains meet
-_MAX_STEPS = 2 * _SEGMENT  # most lockstep steps (partial data: a segment holds at most
-                           # _SEGMENT / 2 integers, and up to 3 segments whose chains did not
+_MAX_STEP_SEGMENTS = 4     # most lockstep steps, in segments (partial data: a segment holds at
+                           # most segment / 2 integers, and up to 3 segments whose chains did not
                            # meet may follow it)
 _CHUNK = 1 << 20       # bytes per chunk of the decoding (its temporaries stay in cache)
 _INF_EXP, _NINF_EXP, _NAN_EXP = 32000, 32001, 32002
@@ -99,23 +102,24 @@ def decode_stream(b: np.ndarray, what: str, offset: int = 0, partial: bool = Fal
     step = np.empty(n + 16, np.uint8)         # an integer's length, read from its control byte
     _map_chunks(lambda lo: _lengths(b[lo:lo + _CHUNK], step[lo:min(n, lo + _CHUNK)]), range(0, n, _CHUNK))
     step[n:] = 0                              # a chain that reaches the end stays there
-    sync = _sync_points(b, step, n)
+    segment = int(np.clip(n // _LANES, _MIN_SEGMENT, _SEGMENT))
+    sync = _sync_points(b, step, n, segment)
     gaps = np.diff(sync)
-    unmet = gaps > _SEGMENT + _SEGMENT // 2
+    unmet = gaps > segment + segment // 2
     if not partial and unmet.any():
         # a segment whose candidate chains did not meet: not packed integers there (checked
         # before the walk, which would otherwise walk every segment as far as the longest)
-        at = int(sync[np.argmax(unmet)]) + _SEGMENT
+        at = int(sync[np.argmax(unmet)]) + segment
         raise SerializationError(f"{what}: no packed integers line up near byte offset "
                                  f"{offset + at}: not dlib's encoding there")
-    blocks, stuck = _walk(step, sync, min(_MAX_STEPS, int(gaps.max()) // 2 + 2))
-    del step
+    blocks, stuck = _walk(step, sync, min(_MAX_STEP_SEGMENTS * segment // 2, int(gaps.max()) // 2 + 2))
+    step = None              # freed: the decoding reads the control bytes themselves
     if stuck is not None and not partial:
         # a walk this long means segments whose chains never met: data that is not packed
         # integers (a record followed by other data reads with partial=True, and stops)
         raise SerializationError(f"{what}: no packed integers line up near byte offset "
                                  f"{offset + stuck}: not dlib's encoding there")
-    per_group = max(1, _CHUNK // _SEGMENT)
+    per_group = max(1, _CHUNK // segment)
     bounds = list(range(0, len(sync) - 1, per_group)) + [len(sync) - 1]
     target = sync[1:].astype(blocks[0].dtype)
 
@@ -272,10 +276,10 @@ def _lengths(b, out):
     np.add(out, 1, out=out)
 
 
-def _sync_points(b, step, n):
+def _sync_points(b, step, n, segment):
     """Offsets known to be integer starts: 0, one near the start of every segment whose
     candidate chains meet, and ``n`` (the end); increasing."""
-    firsts = np.arange(_SEGMENT, n, _SEGMENT, dtype=np.int64)
+    firsts = np.arange(segment, n, segment, dtype=np.int64)
     if len(firsts) == 0:
         return np.array([0, n], np.int64)
     cand = firsts[:, None] + np.arange(9, dtype=np.int64)[None, :]
