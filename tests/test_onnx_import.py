@@ -385,3 +385,50 @@ def test_torch_autoencoder_equals_onnxruntime():
     net = import_model(data)
     assert repr(net.net_type) == "relu[cont[3, 4, 4, 2, 2, relu[con[16, 4, 4, 2, 2, input_tensor]]]]"
     _close(net(x), _run(data, x))
+
+
+def test_nested_branches_equal_onnxruntime():
+    """Blocks inside blocks: a residual whose branch holds a residual and an inception-style
+    concat, and a U-Net's skips (a concat whose branch holds another concat); the inner
+    blocks take tag ids the outer ones do not use, as dlib finds the nearest tagN."""
+    torch = pytest.importorskip("torch")
+    nn, F = torch.nn, torch.nn.functional
+
+    class Nested(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = nn.Conv2d(4, 4, 3, 1, 1), nn.Conv2d(4, 4, 3, 1, 1)
+            self.p, self.q = nn.Conv2d(4, 2, 1), nn.Conv2d(4, 2, 3, 1, 1)
+            self.c = nn.Conv2d(4, 4, 3, 1, 1)
+
+        def forward(self, x):
+            inner = F.relu(self.a(x))
+            inner = inner + F.relu(self.b(inner))                   # a residual in the branch
+            inner = torch.cat([self.p(inner), self.q(inner)], 1)    # then an inception block
+            return F.relu(x + self.c(inner))                       # the outer residual
+
+    class UNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.e1, self.e2 = nn.Conv2d(4, 4, 3, 1, 1), nn.Conv2d(4, 4, 3, 2, 1)
+            self.m = nn.Conv2d(4, 4, 3, 2, 1)
+            self.u2, self.d2 = nn.ConvTranspose2d(4, 4, 2, 2), nn.Conv2d(8, 4, 3, 1, 1)
+            self.u1, self.d1 = nn.ConvTranspose2d(4, 4, 2, 2), nn.Conv2d(8, 2, 3, 1, 1)
+
+        def forward(self, x):
+            s1 = F.relu(self.e1(x))
+            s2 = F.relu(self.e2(s1))
+            y = F.relu(self.m(s2))
+            y = F.relu(self.d2(torch.cat([self.u2(y), s2], 1)))
+            return self.d1(torch.cat([self.u1(y), s1], 1))
+
+    torch.manual_seed(6)
+    x = np.random.default_rng(12).standard_normal((2, 4, 8, 8)).astype(np.float32)
+    for model in (Nested(), UNet()):
+        data = _torch_onnx(model, x)
+        net = import_model(data)
+        _close(net(x), _run(data, x))
+    text = repr(import_model(_torch_onnx(Nested(), x)).net_type)
+    # the outer residual tags the input tag1; the inner one, inside its branch, takes tag2
+    assert text.startswith("relu[add_prev1[con[4, 3, 3, 1, 1, concat2[tag4, tag5, ") and text.endswith(
+        "tag3[add_prev2[relu[con[4, 3, 3, 1, 1, tag2[relu[con[4, 3, 3, 1, 1, tag1[input_tensor]]]]]]]]]]]]]]]]]")

@@ -6,7 +6,7 @@
 The graph must be what dlib's layers express; this version reads chains (every node reads
 one tensor), residual blocks (the Add of two branches from one tensor, as dlib's tag and
 add_prev layers) and concatenations of branches from one tensor (Concat over the channels, as
-dlib's concat2..5), of: Conv (one group, no dilation, symmetric padding), ConvTranspose (one group, no output padding), Gemm and MatMul (+ a constant Add: the bias) as
+dlib's concat2..5), blocks within blocks included (the inner ones take other tag ids), of: Conv (one group, no dilation, symmetric padding), ConvTranspose (one group, no output padding), Gemm and MatMul (+ a constant Add: the bias) as
 ``fc``, BatchNormalization as ``affine`` (its inference form), Relu, LeakyRelu, PRelu (one
 slope), Elu, Sigmoid, Tanh, Clip (0 .. ceiling), Mish, Softmax (over the channels), MaxPool and
 AveragePool (symmetric padding; an average excludes the padding, as dlib's), GlobalAveragePool,
@@ -229,10 +229,11 @@ class _Importer:
         self.input_type = input_type
         self.input_name, _ = self._input()
         self.skip = self._shape_only()
-        self.producer = {}
-        for node in self.graph.node:
+        self.producer, self.order, self._ancestor_sets = {}, {}, {}
+        for i, node in enumerate(self.graph.node):
             for o in node.output:
                 self.producer[o] = node
+                self.order[o] = i
         outputs = [o.name for o in self.graph.output]
         if len(outputs) != 1:
             raise onnx_import_error(f"{self.name}: the graph has {len(outputs)} outputs ({outputs}); "
@@ -244,22 +245,15 @@ class _Importer:
             return list(node.input[:1])
         return [i for i in node.input if i and i not in self.consts]
 
-    def _parent(self, name):
-        """The one data input of the node making ``name``; None for the graph's input, a
-        junction (a node with two data inputs) or a name nothing makes."""
-        node = self.producer.get(name)
-        if node is None:
-            return None
-        inputs = self._data_inputs(node)
-        return inputs[0] if len(inputs) == 1 else None
-
-    def _steps(self, name):
-        """The steps that make tensor ``name`` from the graph's input: ``("layer", object,
-        setter, values)``, ``("tag", k)``, ``("skip", k)``, ``("add_prev", k)``."""
-        if name == self.input_name:
+    def _steps(self, name, stop=None, live=frozenset()):
+        """The steps that make tensor ``name`` from tensor ``stop`` (default: the graph's
+        input): ``("layer", object, setter, values)``, ``("tag", k)``, ``("skip", k)``,
+        ``("add_prev", k)``, ``("concat", ks)``. ``live``: the tag ids the enclosing blocks
+        use, which the blocks inside avoid (dlib finds the nearest ``tagN`` below a layer)."""
+        if name == (self.input_name if stop is None else stop):
             return []
         node = self.producer.get(name)
-        if node is None:
+        if node is None or name == self.input_name:
             raise onnx_import_error(f"{self.name}: the tensor {name!r} is neither made by a node nor "
                                     f"the graph's input")
         inputs = self._data_inputs(node)
@@ -267,15 +261,15 @@ class _Importer:
             found = self._activation(name)
             if found is not None:          # an activation written as several pointwise nodes
                 source, layer = found
-                return self._steps(source) + [("layer", layer, None, None)]
+                return self._steps(source, stop, live) + [("layer", layer, None, None)]
         if node.op_type == "Add" and len(inputs) == 2:
-            return self._residual(node, *inputs)
+            return self._residual(node, *inputs, stop=stop, live=live)
         if node.op_type == "Concat" and len(inputs) > 1:
-            return self._concat(node, inputs)
+            return self._concat(node, inputs, stop=stop, live=live)
         if len(inputs) != 1:
             raise self.fail(node, f"reads {len(inputs)} tensors {inputs}: dnnpy reads chains of "
                                   f"one-input nodes and the Add of two branches (residuals)")
-        return self._append(self._steps(inputs[0]), node)
+        return self._append(self._steps(inputs[0], stop, live), node)
 
     def _append(self, steps, node):
         """``steps`` with one-input ``node``'s step added: its layer; for an Add of a constant
@@ -401,45 +395,76 @@ class _Importer:
                 return source, make()
         return None
 
-    def _branch(self, start, end):
-        """The tensors from ``start`` (excluded) back to... the chain ``end``'s producers walk
-        back to ``start``: the names in order from ``start`` to ``end``, or None."""
-        chain, t = [], end
-        while t != start:
-            chain.append(t)
-            t = self._parent(t)
-            if t is None:
-                return None
-        return chain[::-1]
-
     def _ancestors(self, name):
-        out, t = [name], name
-        while True:
-            t = self._parent(t)
-            if t is None:
-                return out
-            out.append(t)
+        """Every tensor ``name`` is computed from (``name`` too), through every data input."""
+        if name not in self._ancestor_sets:
+            out, todo = set(), [name]
+            while todo:
+                t = todo.pop()
+                if t in out:
+                    continue
+                out.add(t)
+                node = self.producer.get(t)
+                if node is not None and t != self.input_name:
+                    todo.extend(self._data_inputs(node))
+            self._ancestor_sets[name] = out
+        return self._ancestor_sets[name]
 
-    def _residual(self, node, a, b):
-        """``a + b`` where both are chains from one tensor f (one may be f itself): dlib's
-        ``add_prev1<branch<tag1<f>>>``, or, when both branches have layers,
-        ``add_prev2<shortcut<skip1<tag2<branch<tag1<f>>>>>>``."""
-        in_b = set(self._ancestors(b))
-        fork = next((t for t in self._ancestors(a) if t in in_b), None)
+    def _fork(self, names, stop):
+        """The latest tensor that every path from each of ``names`` back to ``stop`` (or the
+        graph's input) passes through: where the branches that meet at a junction start."""
+        common = set.intersection(*(self._ancestors(n) for n in names))
+        if stop is not None:                  # within the enclosing branch: computed from stop
+            common = {t for t in common if stop in self._ancestors(t)}
+        for t in sorted(common, key=lambda t: self.order.get(t, -1), reverse=True):
+            if all(self._dominates(t, n) for n in names):
+                return t
+        return None
+
+    def _dominates(self, fork, name):
+        seen, todo = set(), [name]
+        while todo:
+            t = todo.pop()
+            if t == fork or t in seen:
+                continue
+            seen.add(t)
+            node = self.producer.get(t)
+            if node is None or t == self.input_name:
+                return False
+            todo.extend(self._data_inputs(node))
+        return True
+
+    @staticmethod
+    def _free(used, preferred):
+        """A tag id (1 to 10, dlib's tagN templates) not in ``used``, ``preferred`` if free."""
+        for k in [preferred] + list(range(1, 11)):
+            if k not in used:
+                return k
+        raise onnx_import_error("the graph nests its branches deeper than dlib's ten tags can mark")
+
+    def _residual(self, node, a, b, stop=None, live=frozenset()):
+        """``a + b`` where both are computed from one tensor f (one may be f itself; either
+        may hold blocks of its own): dlib's ``add_prev1<branch<tag1<f>>>``, or, when both
+        branches have layers, ``add_prev2<shortcut<skip1<tag2<branch<tag1<f>>>>>>`` (other
+        ids inside other blocks)."""
+        fork = self._fork([a, b], stop)
         if fork is None:
-            raise self.fail(node, f"adds {a!r} and {b!r}, which do not come from one tensor by chains "
-                                  f"of one-input nodes (nested branches are not read yet)")
-        long, short = self._chain_steps(self._branch(fork, a)), self._chain_steps(self._branch(fork, b))
+            raise self.fail(node, f"adds {a!r} and {b!r}, which do not both come from one tensor")
+        t1 = self._free(live, 1)
+        t2 = self._free(live | {t1}, 2)
+        long, short = (self._steps(x, fork, live | {t1}) for x in (a, b))
         if len(short) > len(long):            # (a branch of dropped nodes, a Pad, has no steps)
-            long, short = short, long
-        steps = self._steps(fork) + [("tag", 1)] + long
+            a, b, long, short = b, a, short, long
+        steps = self._steps(fork, stop, live) + [("tag", t1)] + long
         if not short:
-            return steps + [("add_prev", 1)]
-        return steps + [("tag", 2), ("skip", 1)] + short + [("add_prev", 2)]
+            return steps + [("add_prev", t1)]
+        short = self._steps(b, fork, live | {t2})
+        return steps + [("tag", t2), ("skip", t1)] + short + [("add_prev", t2)]
 
-    def _concat(self, node, inputs):
+    def _concat(self, node, inputs, stop=None, live=frozenset()):
         """The channels of several branches from one tensor f, in order: dlib's
-        ``concatN<tag4..., tag(3+N)<branch_N<skip3<... tag4<branch_1<tag3<f>>>>>>>``."""
+        ``concatN<tag4..., tag(3+N)<branch_N<skip3<... tag4<branch_1<tag3<f>>>>>>>`` (other
+        ids inside other blocks)."""
         axis = self._attrs(node).get("axis")
         rank = len(self.shapes.get(inputs[0], ())) or 4
         if axis is None or axis % rank != 1:
@@ -448,25 +473,18 @@ class _Importer:
             raise self.fail(node, "concatenates a constant: dlib's concat_ joins layers' outputs")
         if not 2 <= len(inputs) <= 5:
             raise self.fail(node, f"{len(inputs)} inputs: dlib's concat2..concat5 join 2 to 5")
-        common = set(self._ancestors(inputs[0]))
-        for name in inputs[1:]:
-            common &= set(self._ancestors(name))
-        fork = next((t for t in self._ancestors(inputs[0]) if t in common), None)
+        fork = self._fork(inputs, stop)
         if fork is None:
-            raise self.fail(node, f"joins {inputs}, which do not come from one tensor by chains of "
-                                  f"one-input nodes (nested branches are not read yet)")
-        steps = self._steps(fork) + [("tag", 3)]
+            raise self.fail(node, f"joins {inputs}, which do not all come from one tensor")
+        t0 = self._free(live, 3)
+        used, tags = live | {t0}, []
+        steps = self._steps(fork, stop, live) + [("tag", t0)]
         for i, name in enumerate(inputs):
-            steps += ([("skip", 3)] if i else []) + self._chain_steps(self._branch(fork, name))
-            steps.append(("tag", 4 + i))
-        return steps + [("concat", tuple(range(4, 4 + len(inputs))))]
-
-    def _chain_steps(self, names):
-        """The steps of a branch: the nodes making ``names``, in order."""
-        steps = []
-        for name in names:
-            steps = self._append(steps, self.producer[name])
-        return steps
+            steps += ([("skip", t0)] if i else []) + self._steps(name, fork, used)
+            tags.append(self._free(used, 4 + i))
+            used = used | {tags[-1]}
+            steps.append(("tag", tags[-1]))
+        return steps + [("concat", tuple(tags))]
 
     # -- one node -----------------------------------------------------------------------------
     def _attrs(self, node):
