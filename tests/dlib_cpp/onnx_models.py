@@ -60,9 +60,34 @@ def inception(torch):
     return Net()
 
 
+def unet(torch):
+    """Blocks within blocks: a U-Net's concatenated skips (each decoder concat's branch holds
+    the next one) and a residual inside the bottleneck."""
+    nn, F = torch.nn, torch.nn.functional
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.e1, self.e2 = nn.Conv2d(3, 4, 3, 1, 1), nn.Conv2d(4, 4, 3, 2, 1)
+            self.m, self.r = nn.Conv2d(4, 4, 3, 2, 1), nn.Conv2d(4, 4, 3, 1, 1)
+            self.u2, self.d2 = nn.ConvTranspose2d(4, 4, 2, 2), nn.Conv2d(8, 4, 3, 1, 1)
+            self.u1, self.d1 = nn.ConvTranspose2d(4, 4, 2, 2), nn.Conv2d(8, 3, 3, 1, 1)
+            self.fc = nn.Linear(3 * 8 * 8, 5)
+
+        def forward(self, x):
+            s1 = F.relu(self.e1(x))
+            s2 = F.relu(self.e2(s1))
+            y = F.relu(self.m(s2))
+            y = F.relu(y + self.r(y))
+            y = F.relu(self.d2(torch.cat([self.u2(y), s2], 1)))
+            return self.fc(self.d1(torch.cat([self.u1(y), s1], 1)).flatten(1))
+
+    return Net()
+
+
 # name: (maker, input shape, batch norm kept as BatchNormalization nodes)
 MODELS = {"lenet": (lenet, (1, 28, 28), True), "resnet": (resnet, (3, 16, 16), True),
-          "inception": (inception, (3, 8, 8), False)}
+          "inception": (inception, (3, 8, 8), False), "unet": (unet, (3, 8, 8), False)}
 
 
 def onnx_bytes(torch, name, seed=0):

@@ -2,10 +2,11 @@
 dlib's C++ (compiled from its sdist, opt-in with the parity suite: ``python -m pytest -q -m
 dlib_cpp``) and give onnxruntime's outputs.
 
-Three torch-exported models (``onnx_models.py``): LeNet; a ResNet with identity and
+Four torch-exported models (``onnx_models.py``): LeNet; a ResNet with identity and
 downsampling blocks and batch norm (dnnpy's ``affine``, whose mode travels in the file); an
 inception-style block (three branches concatenated) with bilinear resizes (``upsample``,
-``resize_to``).
+``resize_to``); a U-Net (blocks within blocks: each decoder concat's branch holds the next
+one, a residual in the bottleneck), whose inner blocks take other tag ids.
 ``onnx_import.cpp`` declares their types exactly as dnnpy prints them (checked first), reads
 the ``.dat`` files ``dnnpy import`` wrote, and writes the scores below the loss layer for a
 random batch. Tolerance: ``|dlib - ort| <= 2**-14 * max(1, max|ort|)`` (the parity suite's
