@@ -11,11 +11,14 @@ stream in a few numpy passes:
    one the chains from its first nine bytes (one of which is a real start, as no integer
    is longer than nine bytes) are walked until they meet (a chain that reads a magnitude
    byte as a control byte soon lands on a real start or on an invalid byte). From those
-   meeting points all segments are walked in lockstep, marking the starts in a byte mask.
-2. the values, chunk by chunk on several threads: each chunk's starts from the mask, the
-   chain checked (each start is the one before plus its length), a gather per magnitude
-   byte. Nothing as large as the stream is allocated but the mask and the values (fresh
-   memory costs a page fault per 4 KB, which dominated the first version).
+   meeting points all segments are walked in lockstep (``_walk``), two numpy calls a step,
+   each block of steps transposed on a second thread meanwhile.
+2. the values, group of segments by group on several threads: a group's starts from the
+   walk (its rows clamped at each segment's end, one of each run of equal values), the
+   chain checked (each start is the one before plus its length), the control bytes and
+   the magnitude bytes gathered, lengths, masks and signs looked up by control byte.
+   Nothing as large as the stream is allocated but the lengths, the walk and the values
+   (fresh memory costs a page fault per 4 KB, which dominated the first version).
 3. ``to_floats`` / ``from_floats``: floats from and to their (mantissa, exponent) pairs,
    as dlib's ``float_details`` does; ``encode_ints`` writes integers back byte for byte.
 """
