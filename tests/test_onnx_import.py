@@ -15,6 +15,7 @@ import dnnpy
 from dnnpy import cli, cpp
 from dnnpy.examples import autoencoder, dnn_introduction
 from dnnpy.onnx import export_bytes, import_model, onnx_import_error
+from dlib_cpp import onnx_models
 from helpers import ort_session
 
 onnx = pytest.importorskip("onnx")
@@ -407,27 +408,13 @@ def test_nested_branches_equal_onnxruntime():
             inner = torch.cat([self.p(inner), self.q(inner)], 1)    # then an inception block
             return F.relu(x + self.c(inner))                       # the outer residual
 
-    class UNet(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.e1, self.e2 = nn.Conv2d(4, 4, 3, 1, 1), nn.Conv2d(4, 4, 3, 2, 1)
-            self.m = nn.Conv2d(4, 4, 3, 2, 1)
-            self.u2, self.d2 = nn.ConvTranspose2d(4, 4, 2, 2), nn.Conv2d(8, 4, 3, 1, 1)
-            self.u1, self.d1 = nn.ConvTranspose2d(4, 4, 2, 2), nn.Conv2d(8, 2, 3, 1, 1)
-
-        def forward(self, x):
-            s1 = F.relu(self.e1(x))
-            s2 = F.relu(self.e2(s1))
-            y = F.relu(self.m(s2))
-            y = F.relu(self.d2(torch.cat([self.u2(y), s2], 1)))
-            return self.d1(torch.cat([self.u1(y), s1], 1))
-
     torch.manual_seed(6)
     x = np.random.default_rng(12).standard_normal((2, 4, 8, 8)).astype(np.float32)
-    for model in (Nested(), UNet()):
-        data = _torch_onnx(model, x)
-        net = import_model(data)
-        _close(net(x), _run(data, x))
+    data = _torch_onnx(Nested(), x)
+    _close(import_model(data)(x), _run(data, x))
+    unet = onnx_models.onnx_bytes(torch, "unet")          # the U-Net dlib's C++ also runs
+    xu = np.random.default_rng(13).standard_normal((2,) + onnx_models.MODELS["unet"][1]).astype(np.float32)
+    _close(import_model(unet)(xu), _run(unet, xu))
     text = repr(import_model(_torch_onnx(Nested(), x)).net_type)
     # the outer residual tags the input tag1; the inner one, inside its branch, takes tag2
     assert text.startswith("relu[add_prev1[con[4, 3, 3, 1, 1, concat2[tag4, tag5, ") and text.endswith(

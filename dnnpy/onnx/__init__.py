@@ -9,7 +9,9 @@ Modules:
   runtime's outputs
 - ``export.py``: ``export``: a dnnpy (or dlib) net as an ONNX model
 - ``graph.py``: the graph builder the layers' ONNX converters write into
-- ``importer.py``: ``import_model``: an ONNX model as a dnnpy net, its weights loaded
+- ``importer.py``: ``import_model``: an ONNX model as a dnnpy net, its weights loaded (the
+  graph walk: chains, blocks, tags, constant folding)
+- ``layer_mapping.py``: one ONNX node as one dlib layer, and the values put into it
 - ``proto.py``: a minimal protobuf writer for the ONNX messages (numpy only)
 """
 

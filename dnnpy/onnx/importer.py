@@ -6,8 +6,10 @@
 The graph must be what dlib's layers express; this version reads chains (every node reads
 one tensor), residual blocks (the Add of two branches from one tensor, as dlib's tag and
 add_prev layers) and concatenations of branches from one tensor (Concat over the channels, as
-dlib's concat2..5), blocks within blocks included (the inner ones take other tag ids), of: Conv (one group, no dilation, symmetric padding), ConvTranspose (one group, no output padding), Gemm and MatMul (+ a constant Add: the bias) as
-``fc``, BatchNormalization as ``affine`` (its inference form), Relu, LeakyRelu, PRelu (one
+dlib's concat2..5), blocks within blocks included (the inner ones take other tag ids), of
+(``layer_mapping.py``: one node as one layer): Conv (one group, no dilation, symmetric
+padding), ConvTranspose (one group, no output padding), Gemm and MatMul (+ a constant Add: the
+bias) as ``fc``, BatchNormalization as ``affine`` (its inference form), Relu, LeakyRelu, PRelu (one
 slope), Elu, Sigmoid, Tanh, Clip (0 .. ceiling), Mish, Softmax (over the channels), MaxPool and
 AveragePool (symmetric padding; an average excludes the padding, as dlib's), GlobalAveragePool,
 GlobalMaxPool, Resize (bilinear, corners aligned: ``upsample`` or ``resize_to``), Flatten and
@@ -45,6 +47,7 @@ from ..serialization.files import read_source
 from ..parsing import input_type_from_string
 from ..templates import loss_template, skip_templates, tag_templates
 from ..tensor import resizable_tensor
+from .layer_mapping import NodeLayers, pointwise_layer_output, set_affine
 
 __all__ = ["import_model", "onnx_import_error", "OPSET_RANGE"]
 
@@ -57,7 +60,6 @@ _MAX_FOLDS = 64          # rounds of shape inference and folding (one per depend
 _NOT_FOLDED = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
                "Bernoulli", "Dropout"}
 _SHAPE_OPS = {"Shape", "Gather", "Unsqueeze", "Squeeze", "Concat", "Constant", "Cast", "Slice"}
-_DROPPED = {"Dropout", "Identity"}
 
 
 class onnx_import_error(ValueError):
@@ -117,7 +119,7 @@ def import_model(source, *, loss=None, input=None, bn="affine"):
     return importer.net(loss, input_tensor if input is None else input)
 
 
-class _Importer:
+class _Importer(NodeLayers):
     """The walk from the graph's input along its chain of nodes."""
 
     def __init__(self, model, name, onnx):
@@ -290,7 +292,7 @@ class _Importer:
             if mergeable:                                     # y = g2 (g1 x + b1) + b2
                 last[3]["gamma"], last[3]["beta"] = gamma * last[3]["gamma"], gamma * last[3]["beta"] + beta
                 return steps
-            return steps + [("layer", layers.affine_(mode), _set_affine, {"gamma": gamma, "beta": beta})]
+            return steps + [("layer", layers.affine_(mode), set_affine, {"gamma": gamma, "beta": beta})]
         if node.op_type == "Pad":
             self._check_add_padding(node)
             return steps                 # dlib's add_prev zero-pads the smaller input itself
@@ -313,38 +315,6 @@ class _Importer:
             raise self.fail(node, f"pads {pads} (mode {mode!r}): dnnpy reads only the zeros after the "
                                   f"channels, rows or columns that make two branches' sizes meet at "
                                   f"an Add (dlib's add_prev pads so itself)")
-
-    def _affine_terms(self, node, shape):
-        """``(gamma, beta, mode)`` of an Add, Sub, Mul or Div of the tensor and a constant
-        (``y = gamma * x + beta``, float64): one value per channel (CONV_MODE) when the
-        constant is a scalar or holds one value per channel, per (channel, row, column)
-        (FC_MODE) when it holds one per element of a sample."""
-        op = node.op_type
-        data = self._data_inputs(node)[0]
-        c = np.asarray(self._const(node, 1 if node.input[0] == data else 0, "other operand"), np.float64)
-        first = node.input[0] == data                                     # x op c (or c op x)
-        if op == "Div" and not first:
-            raise self.fail(node, "divides a constant by the tensor: no dlib layer computes 1/x")
-        if len(shape) not in (2, 4):
-            raise self.fail(node, f"a rank-{len(shape)} input: dlib's affine scales (N, C[, H, W]) tensors")
-        sample = tuple(shape[1:]) + (1,) * (4 - len(shape))               # (C, H, W)
-        if c.ndim > len(shape) or (c.ndim == len(shape) and c.shape[0] != 1):
-            raise self.fail(node, f"a constant of shape {c.shape}: dlib's affine has one value per "
-                                  f"channel or per element of a sample")
-        body = c.reshape(c.shape[1:] if c.ndim == len(shape) else c.shape)
-        body = body.reshape((1,) * (len(shape) - 1 - body.ndim) + body.shape)   # aligned right
-        body = body.reshape(body.shape + (1,) * (3 - body.ndim))                 # as (C, H, W)
-        try:
-            full = np.broadcast_to(body, sample)
-        except ValueError:
-            raise self.fail(node, f"a constant of shape {c.shape} does not broadcast to the samples "
-                                  f"{sample}") from None
-        per_channel = body.shape[1:] == (1, 1)
-        mode = layers.CONV_MODE if per_channel else layers.FC_MODE
-        v = full[:, 0, 0] if per_channel else full.reshape(-1)
-        one, zero = np.ones_like(v), np.zeros_like(v)
-        return {"Add": (one, v), "Sub": (one, -v) if first else (-one, v),
-                "Mul": (v, zero), "Div": (1.0 / v, zero)}[op] + (mode,)
 
     def _activation(self, end):
         """``(x, layer)`` when tensor ``end`` is a pointwise function of one tensor ``x``
@@ -390,7 +360,7 @@ class _Importer:
         if got is None or got.shape != probe.shape:
             return None
         for make in (layers.gelu_, layers.silu_, layers.mish_, layers.sig_, layers.htan_, layers.relu_):
-            want = _pointwise_layer_output(make(), probe)
+            want = pointwise_layer_output(make(), probe)
             if np.abs(got - want).max() <= 1e-5 * max(1.0, float(np.abs(want).max())):
                 return source, make()
         return None
@@ -486,178 +456,6 @@ class _Importer:
             steps.append(("tag", tags[-1]))
         return steps + [("concat", tuple(tags))]
 
-    # -- one node -----------------------------------------------------------------------------
-    def _attrs(self, node):
-        return {a.name: self.helper.get_attribute_value(a) for a in node.attribute}
-
-    def _const(self, node, i, what):
-        if len(node.input) <= i or node.input[i] not in self.consts:
-            raise self.fail(node, f"its {what} must be a constant (an initializer)")
-        return self.consts[node.input[i]]
-
-    def _constant_tail(self, name):
-        """The constant last input of the Concat (through Casts) that makes ``name``, or None."""
-        node = self.producer.get(name)
-        while node is not None and node.op_type == "Cast":
-            node = self.producer.get(node.input[0])
-        if node is None or node.op_type != "Concat" or node.input[-1] not in self.consts:
-            return None
-        return np.asarray(self.consts[node.input[-1]]).reshape(-1)
-
-    def _pads(self, node, a, kernel):
-        if a.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
-            raise self.fail(node, f"auto_pad {a['auto_pad']!r}: give explicit pads")
-        pads = list(a.get("pads", [0] * 4))
-        if len(pads) != 4 or pads[0] != pads[2] or pads[1] != pads[3]:
-            raise self.fail(node, f"pads {pads}: dlib pads each side of an axis alike (top = bottom, "
-                                  f"left = right)")
-        if pads[0] >= kernel[0] or pads[1] >= kernel[1]:
-            raise self.fail(node, f"pads {pads}: dlib's padding must be smaller than the window {kernel}")
-        return pads[0], pads[1]
-
-    def _window(self, node, a, kernel):
-        strides = list(a.get("strides", [1, 1]))
-        if list(a.get("dilations", [1, 1])) != [1, 1]:
-            raise self.fail(node, f"dilations {list(a['dilations'])}: dlib's layers do not dilate")
-        if len(kernel) != 2:
-            raise self.fail(node, f"a {len(kernel)}-D window: dlib's layers are 2-D")
-        py, px = self._pads(node, a, kernel)
-        return strides, py, px
-
-    def _step(self, node, shape):
-        op, a = node.op_type, self._attrs(node)
-        if op in _DROPPED:
-            return None
-        if op in ("Flatten", "Reshape"):
-            if op == "Flatten" and a.get("axis", 1) != 1:
-                raise self.fail(node, f"axis {a['axis']}: only the flattening of (C, H, W) per sample")
-            return None      # dlib's fc flattens (C, H, W) in this order itself
-        if op == "Conv":
-            w = self._const(node, 1, "weight")
-            if a.get("group", 1) != 1:
-                raise self.fail(node, f"group {a['group']}: dlib's con_ has no groups")
-            strides, py, px = self._window(node, a, w.shape[2:])
-            obj = layers.con_(w.shape[0], w.shape[2], w.shape[3], strides[0], strides[1], py, px)
-            bias = self.consts.get(node.input[2]) if len(node.input) > 2 and node.input[2] else None
-            if bias is None:
-                obj.disable_bias()
-            return (obj, _set_conv, {"filters": w, "bias": bias})
-        if op == "ConvTranspose":
-            w = self._const(node, 1, "weight")                      # (C_in, C_out, kh, kw)
-            if a.get("group", 1) != 1 or any(a.get("output_padding", [0, 0])):
-                raise self.fail(node, "groups or output_padding: dlib's cont_ has neither")
-            strides, py, px = self._window(node, a, w.shape[2:])
-            obj = layers.cont_(w.shape[1], w.shape[2], w.shape[3], strides[0], strides[1], py, px)
-            bias = self.consts.get(node.input[2]) if len(node.input) > 2 and node.input[2] else None
-            if bias is None:
-                obj.disable_bias()
-            return (obj, _set_conv, {"filters": w, "bias": bias})
-        if op in ("Gemm", "MatMul"):
-            w = self._const(node, 1, "weight").astype(np.float32)
-            if op == "Gemm":
-                if a.get("alpha", 1.0) != 1.0 or a.get("beta", 1.0) != 1.0 or a.get("transA", 0):
-                    raise self.fail(node, "alpha, beta and transA must be 1, 1 and 0")
-                if a.get("transB", 0):
-                    w = w.T
-            if w.ndim != 2:
-                raise self.fail(node, f"a {w.ndim}-D weight: an fc multiplies by a matrix")
-            bias = None
-            if op == "Gemm" and len(node.input) > 2 and node.input[2]:
-                bias = self._const(node, 2, "bias").reshape(-1).astype(np.float32)
-            return (layers.fc_(w.shape[1]), _set_fc,
-                    {"weights": w, "bias": bias, "bias_of": op if op == "MatMul" else None})
-        if op == "BatchNormalization":
-            scale, b, mean, var = (self._const(node, i, n).astype(np.float64)
-                                   for i, n in ((1, "scale"), (2, "bias"), (3, "mean"), (4, "variance")))
-            eps = a.get("epsilon", 1e-5)
-            if len(shape) != 4:
-                raise self.fail(node, f"a rank-{len(shape)} input: dnnpy maps BatchNormalization of "
-                                      f"(N, C, H, W) tensors (affine or bn_ in CONV_MODE)")
-            if self.bn == "bn":
-                return (layers.bn_(layers.CONV_MODE, eps=eps), _set_bn,
-                        {"gamma": scale, "beta": b, "mean": mean, "var": var})
-            gamma = scale / np.sqrt(var + eps)
-            return (layers.affine_(layers.CONV_MODE), _set_affine, {"gamma": gamma, "beta": b - mean * gamma})
-        if op == "LayerNormalization":
-            rank = len(shape)
-            if rank not in (2, 4) or a.get("axis", -1) % rank != 1:
-                raise self.fail(node, f"axis {a.get('axis', -1)} of a rank-{rank} tensor: dlib's layer_norm "
-                                      f"normalises each sample over all its values (axis 1)")
-            k = shape[1]
-            scale = np.asarray(self._const(node, 1, "scale"), np.float64)
-            bias = (np.asarray(self._const(node, 2, "bias"), np.float64) if len(node.input) > 2 and node.input[2]
-                    else np.zeros_like(scale))
-            per = [np.broadcast_to(v, tuple(shape[1:])).reshape(k, -1) for v in (scale, bias)]
-            if any(not np.all(v == v[:, :1]) for v in per):
-                raise self.fail(node, "a scale or bias that varies within a channel: dlib's layer_norm has one "
-                                      "gamma and one beta per channel")
-            return (layers.layer_norm_(eps=a.get("epsilon", 1e-5)), _set_norm_params,
-                    {"gamma": per[0][:, 0], "beta": per[1][:, 0]})
-        simple = {"Relu": layers.relu_, "Sigmoid": layers.sig_, "Tanh": layers.htan_, "Mish": layers.mish_}
-        if op in simple:
-            return (simple[op](), None, None)
-        if op == "LeakyRelu":
-            return (layers.leaky_relu_(a.get("alpha", 0.01)), None, None)
-        if op == "Elu":
-            return (layers.elu_(a.get("alpha", 1.0)), None, None)
-        if op == "PRelu":
-            slope = self._const(node, 1, "slope").reshape(-1)
-            if slope.size != 1 and not np.all(slope == slope[0]):
-                raise self.fail(node, f"{slope.size} slopes: dlib's prelu has one")
-            return (layers.prelu_(float(slope[0])), None, None)
-        if op == "Clip":
-            lo = self.consts.get(node.input[1]) if len(node.input) > 1 and node.input[1] else None
-            hi = self.consts.get(node.input[2]) if len(node.input) > 2 and node.input[2] else None
-            if lo is None or float(lo) != 0 or hi is None:
-                raise self.fail(node, "only Clip(0, ceiling) has a dlib layer (clipped_relu)")
-            return (layers.clipped_relu_(float(hi)), None, None)
-        if op == "Softmax":
-            axis = a.get("axis", -1)
-            rank = len(shape)
-            if axis % rank != 1 and not (rank == 2 and axis % rank == 1):
-                raise self.fail(node, f"axis {axis} of a rank-{rank} tensor: dlib's softmax runs over "
-                                      f"the channels (axis 1)")
-            return (layers.softmax_(), None, None)
-        if op in ("MaxPool", "AveragePool"):
-            kernel = list(a["kernel_shape"])
-            if a.get("ceil_mode", 0):
-                raise self.fail(node, "ceil_mode 1: dlib's pooling rounds the output size down")
-            strides, py, px = self._window(node, a, kernel)
-            if op == "AveragePool":
-                if (py or px) and not a.get("count_include_pad", 0) == 0:
-                    raise self.fail(node, "count_include_pad 1 with padding: dlib's average excludes the padding")
-                return (layers.avg_pool_(kernel[0], kernel[1], strides[0], strides[1], py, px), None, None)
-            return (layers.max_pool_(kernel[0], kernel[1], strides[0], strides[1], py, px), None, None)
-        if op == "Resize":
-            mode = a.get("mode", b"nearest")
-            mode = mode.decode() if isinstance(mode, bytes) else mode
-            ctm = a.get("coordinate_transformation_mode", b"half_pixel")
-            ctm = ctm.decode() if isinstance(ctm, bytes) else ctm
-            if mode != "linear" or ctm != "align_corners":
-                raise self.fail(node, f"mode {mode!r} with {ctm!r} coordinates: dlib resizes bilinearly "
-                                      f"with the corners aligned (torch: mode='bilinear', align_corners=True)")
-            scales = self.consts.get(node.input[2]) if len(node.input) > 2 and node.input[2] else None
-            sizes = self.consts.get(node.input[3]) if len(node.input) > 3 and node.input[3] else None
-            if scales is not None and scales.size == 4:
-                sy, sx = float(scales[2]), float(scales[3])
-                if list(scales[:2]) != [1, 1] or sy != int(sy) or sx != int(sx) or sy < 1 or sx < 1:
-                    raise self.fail(node, f"scales {list(scales)}: dlib's upsample takes whole factors of H and W")
-                return (layers.upsample_(int(sy), int(sx)), None, None)
-            if sizes is not None and sizes.size == 4:
-                return (layers.resize_to_(int(sizes[2]), int(sizes[3])), None, None)
-            out = self.shapes.get(node.output[0], ())
-            if len(out) == 4 and out[2] and out[3] and not (scales is not None and scales.size):
-                return (layers.resize_to_(int(out[2]), int(out[3])), None, None)   # sizes inferred
-            tail = self._constant_tail(node.input[3]) if len(node.input) > 3 and node.input[3] else None
-            if tail is not None and tail.size >= 2:      # Concat(Shape(x)[:2], [H, W]), as exporters write
-                return (layers.resize_to_(int(tail[-2]), int(tail[-1])), None, None)
-            raise self.fail(node, "its scales or sizes must be constants of 4 values")
-        if op == "GlobalAveragePool":
-            return (layers.avg_pool_(0, 0, 1, 1, 0, 0), None, None)
-        if op == "GlobalMaxPool":
-            return (layers.max_pool_(0, 0, 1, 1, 0, 0), None, None)
-        raise self.fail(node, "no dlib layer computes this op (yet)")
-
     # -- the net ------------------------------------------------------------------------------
     def _build(self, steps, loss):
         net_type, made = self.input_type, []
@@ -705,53 +503,3 @@ class _Importer:
                 except ValueError as e:
                     raise onnx_import_error(f"{self.name}: {type(obj).__name__}: {e}") from None
         return net
-
-
-def _pointwise_layer_output(layer, values):
-    """What a pointwise dnnpy layer makes of ``values`` (1-D float32)."""
-    net = add_layer[layer, input_tensor]()
-    return np.asarray(net(values.reshape(1, 1, 1, -1))).reshape(-1)
-
-
-def _write(dest, values, what):
-    v = dest.host()
-    a = np.asarray(values, np.float32)
-    if a.size != v.size:
-        raise ValueError(f"{what}: the graph has {a.size} values ({a.shape}) where the layer has "
-                         f"{v.size} ({v.shape})")
-    v.reshape(-1)[...] = a.reshape(-1)
-
-
-def _set_conv(d, values):
-    _write(d.get_filters(), values["filters"], "filters")
-    if values["bias"] is not None:
-        _write(d.get_biases(), values["bias"], "bias")
-
-
-def _set_fc(d, values):
-    w = values["weights"]                                # (inputs, outputs): dlib's layout
-    _write(d.get_weights(), w, "weights")
-    if values["bias"] is not None:
-        _write(d.get_biases(), values["bias"], "bias")
-
-
-def _set_norm_params(d, values):
-    """layer_norm's parameters: gamma, then beta, one per channel."""
-    _write(d.get_layer_params(), np.concatenate([np.reshape(values["gamma"], -1),
-                                                 np.reshape(values["beta"], -1)]), "gamma and beta")
-
-
-def _set_bn(d, values):
-    gamma, beta = d.get_layer_params().host().reshape(2, -1)
-    for dest, key in ((gamma, "gamma"), (beta, "beta")):
-        if np.size(values[key]) != dest.size:
-            raise ValueError(f"{key}: the graph has {np.size(values[key])} values where the layer has {dest.size}")
-        dest[...] = np.asarray(values[key], np.float32).reshape(-1)
-    _write(d.running_means, values["mean"], "running mean")
-    _write(d.running_variances, values["var"], "running variance")
-    d.num_updates = d.get_running_stats_window_size()     # a long-trained net's statistics
-
-
-def _set_affine(d, values):
-    _write(d.get_gamma(), values["gamma"], "gamma")
-    _write(d.get_beta(), values["beta"], "beta")

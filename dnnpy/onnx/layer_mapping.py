@@ -1,0 +1,277 @@
+"""One ONNX node as one dlib layer (``dnnpy.onnx.import_model``'s per-node half; the graph
+walk, blocks and tags are ``importer.py``'s): which layer an op becomes, with its settings and
+the values to put in once the net is set up, or the ``onnx_import_error`` that says why not.
+
+``NodeLayers`` is mixed into the importer, which provides ``consts`` (the constant tensors),
+``shapes`` (the inferred ones), ``helper`` (onnx's), ``bn`` (what a BatchNormalization
+becomes) and ``fail(node, why)``. A step is ``(layer object, setter, values)``; the setter
+writes the values into the layer after its setup.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import layers
+from ..core import add_layer
+from ..inputs import input_tensor
+
+__all__ = ["NodeLayers", "pointwise_layer_output", "set_affine"]
+
+_DROPPED = {"Dropout", "Identity"}
+
+
+class NodeLayers:
+    """The per-node mapping (see the module's docstring)."""
+
+    def _affine_terms(self, node, shape):
+        """``(gamma, beta, mode)`` of an Add, Sub, Mul or Div of the tensor and a constant
+        (``y = gamma * x + beta``, float64): one value per channel (CONV_MODE) when the
+        constant is a scalar or holds one value per channel, per (channel, row, column)
+        (FC_MODE) when it holds one per element of a sample."""
+        op = node.op_type
+        data = self._data_inputs(node)[0]
+        c = np.asarray(self._const(node, 1 if node.input[0] == data else 0, "other operand"), np.float64)
+        first = node.input[0] == data                                     # x op c (or c op x)
+        if op == "Div" and not first:
+            raise self.fail(node, "divides a constant by the tensor: no dlib layer computes 1/x")
+        if len(shape) not in (2, 4):
+            raise self.fail(node, f"a rank-{len(shape)} input: dlib's affine scales (N, C[, H, W]) tensors")
+        sample = tuple(shape[1:]) + (1,) * (4 - len(shape))               # (C, H, W)
+        if c.ndim > len(shape) or (c.ndim == len(shape) and c.shape[0] != 1):
+            raise self.fail(node, f"a constant of shape {c.shape}: dlib's affine has one value per "
+                                  f"channel or per element of a sample")
+        body = c.reshape(c.shape[1:] if c.ndim == len(shape) else c.shape)
+        body = body.reshape((1,) * (len(shape) - 1 - body.ndim) + body.shape)   # aligned right
+        body = body.reshape(body.shape + (1,) * (3 - body.ndim))                 # as (C, H, W)
+        try:
+            full = np.broadcast_to(body, sample)
+        except ValueError:
+            raise self.fail(node, f"a constant of shape {c.shape} does not broadcast to the samples "
+                                  f"{sample}") from None
+        per_channel = body.shape[1:] == (1, 1)
+        mode = layers.CONV_MODE if per_channel else layers.FC_MODE
+        v = full[:, 0, 0] if per_channel else full.reshape(-1)
+        one, zero = np.ones_like(v), np.zeros_like(v)
+        return {"Add": (one, v), "Sub": (one, -v) if first else (-one, v),
+                "Mul": (v, zero), "Div": (1.0 / v, zero)}[op] + (mode,)
+
+    def _attrs(self, node):
+        return {a.name: self.helper.get_attribute_value(a) for a in node.attribute}
+
+    def _const(self, node, i, what):
+        if len(node.input) <= i or node.input[i] not in self.consts:
+            raise self.fail(node, f"its {what} must be a constant (an initializer)")
+        return self.consts[node.input[i]]
+
+    def _constant_tail(self, name):
+        """The constant last input of the Concat (through Casts) that makes ``name``, or None."""
+        node = self.producer.get(name)
+        while node is not None and node.op_type == "Cast":
+            node = self.producer.get(node.input[0])
+        if node is None or node.op_type != "Concat" or node.input[-1] not in self.consts:
+            return None
+        return np.asarray(self.consts[node.input[-1]]).reshape(-1)
+
+    def _pads(self, node, a, kernel):
+        if a.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
+            raise self.fail(node, f"auto_pad {a['auto_pad']!r}: give explicit pads")
+        pads = list(a.get("pads", [0] * 4))
+        if len(pads) != 4 or pads[0] != pads[2] or pads[1] != pads[3]:
+            raise self.fail(node, f"pads {pads}: dlib pads each side of an axis alike (top = bottom, "
+                                  f"left = right)")
+        if pads[0] >= kernel[0] or pads[1] >= kernel[1]:
+            raise self.fail(node, f"pads {pads}: dlib's padding must be smaller than the window {kernel}")
+        return pads[0], pads[1]
+
+    def _window(self, node, a, kernel):
+        strides = list(a.get("strides", [1, 1]))
+        if list(a.get("dilations", [1, 1])) != [1, 1]:
+            raise self.fail(node, f"dilations {list(a['dilations'])}: dlib's layers do not dilate")
+        if len(kernel) != 2:
+            raise self.fail(node, f"a {len(kernel)}-D window: dlib's layers are 2-D")
+        py, px = self._pads(node, a, kernel)
+        return strides, py, px
+
+    def _convolution(self, node, a):
+        """Conv as ``con``, ConvTranspose as ``cont`` (weights (C_out, C_in, kh, kw) and
+        (C_in, C_out, kh, kw)); no bias input: the layer's bias disabled."""
+        w = self._const(node, 1, "weight")
+        transposed = node.op_type == "ConvTranspose"
+        if a.get("group", 1) != 1:
+            raise self.fail(node, f"group {a['group']}: dlib's {'cont_' if transposed else 'con_'} has no groups")
+        if transposed and any(a.get("output_padding", [0, 0])):
+            raise self.fail(node, "output_padding: dlib's cont_ has none")
+        strides, py, px = self._window(node, a, w.shape[2:])
+        make = layers.cont_ if transposed else layers.con_
+        obj = make(w.shape[1 if transposed else 0], w.shape[2], w.shape[3], strides[0], strides[1], py, px)
+        bias = self.consts.get(node.input[2]) if len(node.input) > 2 and node.input[2] else None
+        if bias is None:
+            obj.disable_bias()
+        return (obj, set_conv, {"filters": w, "bias": bias})
+
+    def _step(self, node, shape):
+        op, a = node.op_type, self._attrs(node)
+        if op in _DROPPED:
+            return None
+        if op in ("Flatten", "Reshape"):
+            if op == "Flatten" and a.get("axis", 1) != 1:
+                raise self.fail(node, f"axis {a['axis']}: only the flattening of (C, H, W) per sample")
+            return None      # dlib's fc flattens (C, H, W) in this order itself
+        if op in ("Conv", "ConvTranspose"):
+            return self._convolution(node, a)
+        if op in ("Gemm", "MatMul"):
+            w = self._const(node, 1, "weight").astype(np.float32)
+            if op == "Gemm":
+                if a.get("alpha", 1.0) != 1.0 or a.get("beta", 1.0) != 1.0 or a.get("transA", 0):
+                    raise self.fail(node, "alpha, beta and transA must be 1, 1 and 0")
+                if a.get("transB", 0):
+                    w = w.T
+            if w.ndim != 2:
+                raise self.fail(node, f"a {w.ndim}-D weight: an fc multiplies by a matrix")
+            bias = None
+            if op == "Gemm" and len(node.input) > 2 and node.input[2]:
+                bias = self._const(node, 2, "bias").reshape(-1).astype(np.float32)
+            return (layers.fc_(w.shape[1]), set_fc,
+                    {"weights": w, "bias": bias, "bias_of": op if op == "MatMul" else None})
+        if op == "BatchNormalization":
+            scale, b, mean, var = (self._const(node, i, n).astype(np.float64)
+                                   for i, n in ((1, "scale"), (2, "bias"), (3, "mean"), (4, "variance")))
+            eps = a.get("epsilon", 1e-5)
+            if len(shape) != 4:
+                raise self.fail(node, f"a rank-{len(shape)} input: dnnpy maps BatchNormalization of "
+                                      f"(N, C, H, W) tensors (affine or bn_ in CONV_MODE)")
+            if self.bn == "bn":
+                return (layers.bn_(layers.CONV_MODE, eps=eps), set_bn,
+                        {"gamma": scale, "beta": b, "mean": mean, "var": var})
+            gamma = scale / np.sqrt(var + eps)
+            return (layers.affine_(layers.CONV_MODE), set_affine, {"gamma": gamma, "beta": b - mean * gamma})
+        if op == "LayerNormalization":
+            rank = len(shape)
+            if rank not in (2, 4) or a.get("axis", -1) % rank != 1:
+                raise self.fail(node, f"axis {a.get('axis', -1)} of a rank-{rank} tensor: dlib's layer_norm "
+                                      f"normalises each sample over all its values (axis 1)")
+            k = shape[1]
+            scale = np.asarray(self._const(node, 1, "scale"), np.float64)
+            bias = (np.asarray(self._const(node, 2, "bias"), np.float64) if len(node.input) > 2 and node.input[2]
+                    else np.zeros_like(scale))
+            per = [np.broadcast_to(v, tuple(shape[1:])).reshape(k, -1) for v in (scale, bias)]
+            if any(not np.all(v == v[:, :1]) for v in per):
+                raise self.fail(node, "a scale or bias that varies within a channel: dlib's layer_norm has one "
+                                      "gamma and one beta per channel")
+            return (layers.layer_norm_(eps=a.get("epsilon", 1e-5)), set_norm_params,
+                    {"gamma": per[0][:, 0], "beta": per[1][:, 0]})
+        simple = {"Relu": layers.relu_, "Sigmoid": layers.sig_, "Tanh": layers.htan_, "Mish": layers.mish_}
+        if op in simple:
+            return (simple[op](), None, None)
+        if op == "LeakyRelu":
+            return (layers.leaky_relu_(a.get("alpha", 0.01)), None, None)
+        if op == "Elu":
+            return (layers.elu_(a.get("alpha", 1.0)), None, None)
+        if op == "PRelu":
+            slope = self._const(node, 1, "slope").reshape(-1)
+            if slope.size != 1 and not np.all(slope == slope[0]):
+                raise self.fail(node, f"{slope.size} slopes: dlib's prelu has one")
+            return (layers.prelu_(float(slope[0])), None, None)
+        if op == "Clip":
+            lo = self.consts.get(node.input[1]) if len(node.input) > 1 and node.input[1] else None
+            hi = self.consts.get(node.input[2]) if len(node.input) > 2 and node.input[2] else None
+            if lo is None or float(lo) != 0 or hi is None:
+                raise self.fail(node, "only Clip(0, ceiling) has a dlib layer (clipped_relu)")
+            return (layers.clipped_relu_(float(hi)), None, None)
+        if op == "Softmax":
+            axis = a.get("axis", -1)
+            rank = len(shape)
+            if axis % rank != 1 and not (rank == 2 and axis % rank == 1):
+                raise self.fail(node, f"axis {axis} of a rank-{rank} tensor: dlib's softmax runs over "
+                                      f"the channels (axis 1)")
+            return (layers.softmax_(), None, None)
+        if op in ("MaxPool", "AveragePool"):
+            kernel = list(a["kernel_shape"])
+            if a.get("ceil_mode", 0):
+                raise self.fail(node, "ceil_mode 1: dlib's pooling rounds the output size down")
+            strides, py, px = self._window(node, a, kernel)
+            if op == "AveragePool":
+                if (py or px) and not a.get("count_include_pad", 0) == 0:
+                    raise self.fail(node, "count_include_pad 1 with padding: dlib's average excludes the padding")
+                return (layers.avg_pool_(kernel[0], kernel[1], strides[0], strides[1], py, px), None, None)
+            return (layers.max_pool_(kernel[0], kernel[1], strides[0], strides[1], py, px), None, None)
+        if op == "Resize":
+            mode = a.get("mode", b"nearest")
+            mode = mode.decode() if isinstance(mode, bytes) else mode
+            ctm = a.get("coordinate_transformation_mode", b"half_pixel")
+            ctm = ctm.decode() if isinstance(ctm, bytes) else ctm
+            if mode != "linear" or ctm != "align_corners":
+                raise self.fail(node, f"mode {mode!r} with {ctm!r} coordinates: dlib resizes bilinearly "
+                                      f"with the corners aligned (torch: mode='bilinear', align_corners=True)")
+            scales = self.consts.get(node.input[2]) if len(node.input) > 2 and node.input[2] else None
+            sizes = self.consts.get(node.input[3]) if len(node.input) > 3 and node.input[3] else None
+            if scales is not None and scales.size == 4:
+                sy, sx = float(scales[2]), float(scales[3])
+                if list(scales[:2]) != [1, 1] or sy != int(sy) or sx != int(sx) or sy < 1 or sx < 1:
+                    raise self.fail(node, f"scales {list(scales)}: dlib's upsample takes whole factors of H and W")
+                return (layers.upsample_(int(sy), int(sx)), None, None)
+            if sizes is not None and sizes.size == 4:
+                return (layers.resize_to_(int(sizes[2]), int(sizes[3])), None, None)
+            out = self.shapes.get(node.output[0], ())
+            if len(out) == 4 and out[2] and out[3] and not (scales is not None and scales.size):
+                return (layers.resize_to_(int(out[2]), int(out[3])), None, None)   # sizes inferred
+            tail = self._constant_tail(node.input[3]) if len(node.input) > 3 and node.input[3] else None
+            if tail is not None and tail.size >= 2:      # Concat(Shape(x)[:2], [H, W]), as exporters write
+                return (layers.resize_to_(int(tail[-2]), int(tail[-1])), None, None)
+            raise self.fail(node, "its scales or sizes must be constants of 4 values")
+        if op == "GlobalAveragePool":
+            return (layers.avg_pool_(0, 0, 1, 1, 0, 0), None, None)
+        if op == "GlobalMaxPool":
+            return (layers.max_pool_(0, 0, 1, 1, 0, 0), None, None)
+        raise self.fail(node, "no dlib layer computes this op (yet)")
+
+
+def pointwise_layer_output(layer, values):
+    """What a pointwise dnnpy layer makes of ``values`` (1-D float32)."""
+    net = add_layer[layer, input_tensor]()
+    return np.asarray(net(values.reshape(1, 1, 1, -1))).reshape(-1)
+
+
+def _write(dest, values, what):
+    v = dest.host()
+    a = np.asarray(values, np.float32)
+    if a.size != v.size:
+        raise ValueError(f"{what}: the graph has {a.size} values ({a.shape}) where the layer has "
+                         f"{v.size} ({v.shape})")
+    v.reshape(-1)[...] = a.reshape(-1)
+
+
+def set_conv(d, values):
+    _write(d.get_filters(), values["filters"], "filters")
+    if values["bias"] is not None:
+        _write(d.get_biases(), values["bias"], "bias")
+
+
+def set_fc(d, values):
+    w = values["weights"]                                # (inputs, outputs): dlib's layout
+    _write(d.get_weights(), w, "weights")
+    if values["bias"] is not None:
+        _write(d.get_biases(), values["bias"], "bias")
+
+
+def set_norm_params(d, values):
+    """layer_norm's parameters: gamma, then beta, one per channel."""
+    _write(d.get_layer_params(), np.concatenate([np.reshape(values["gamma"], -1),
+                                                 np.reshape(values["beta"], -1)]), "gamma and beta")
+
+
+def set_bn(d, values):
+    gamma, beta = d.get_layer_params().host().reshape(2, -1)
+    for dest, key in ((gamma, "gamma"), (beta, "beta")):
+        if np.size(values[key]) != dest.size:
+            raise ValueError(f"{key}: the graph has {np.size(values[key])} values where the layer has {dest.size}")
+        dest[...] = np.asarray(values[key], np.float32).reshape(-1)
+    _write(d.running_means, values["mean"], "running mean")
+    _write(d.running_variances, values["var"], "running variance")
+    d.num_updates = d.get_running_stats_window_size()     # a long-trained net's statistics
+
+
+def set_affine(d, values):
+    _write(d.get_gamma(), values["gamma"], "gamma")
+    _write(d.get_beta(), values["beta"], "beta")
