@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..layers.base import gradient_input_target
+
 _F64 = np.float64
 SAFE_LOG_EPSILON = 1e-10  # dlib's safe_log default epsilon
 
@@ -147,15 +149,22 @@ def int_labels(name, labels, shape=None):
     return arr.astype(np.int64)
 
 
-def assign_gradient(sub, values):
-    """ASSIGN ``values`` (all of them, zeros included: dlib's losses overwrite) to
-    ``sub.get_gradient_input()``; ``values`` has its shape or its number of elements."""
-    grad = sub.get_gradient_input()
-    values = np.asarray(values)
-    if values.size != grad.size():
+def gradient_buffer(sub, shape):
+    """The host array of ``sub``'s gradient input, shaped ``shape`` (its number of elements),
+    for a loss to ASSIGN in full (dlib's losses overwrite): taken as it is, without the
+    zero-fill a stale buffer would get (``gradient_input_target``)."""
+    grad, _ = gradient_input_target(sub)
+    if grad.size() != int(np.prod(shape)):
         raise ValueError(f"loss: the gradient input {grad.shape} does not match the output "
-                         f"{values.shape}")
-    grad.host_write_only()[...] = values.reshape(grad.shape)
+                         f"{tuple(shape)}")
+    return grad.host_write_only().reshape(shape)
+
+
+def assign_gradient(sub, values):
+    """ASSIGN ``values`` (all of them, zeros included) to ``sub``'s gradient input;
+    ``values`` has its shape or its number of elements."""
+    values = np.asarray(values)
+    gradient_buffer(sub, values.shape)[...] = values
 
 
 def prepare(name, x, sub, labels, **dims):

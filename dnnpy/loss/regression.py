@@ -16,9 +16,9 @@ import numbers
 
 import numpy as np
 
-from ..layers.base import check_int, gradient_input_target
+from ..layers.base import check_int
 from ..templates import loss_template
-from ._logistic import assign_gradient, float_labels, prepare
+from ._logistic import assign_gradient, float_labels, gradient_buffer, prepare
 from ..printing import cpp_num, xml_num
 from .base import loss_layer, named_loss
 
@@ -49,16 +49,6 @@ def squared_error(y, o, scale, out=None):
     return loss, g
 
 
-def _gradient_buffer(sub, o):
-    """The host array of ``sub``'s gradient input, to be ASSIGNED in full (shaped as ``o``,
-    the output it is the gradient of): a loss writes every element, so the buffer is taken
-    as it is, without the zero-fill a stale one would get (``gradient_input_target``)."""
-    grad, _ = gradient_input_target(sub)
-    if grad.size() != o.size:
-        raise ValueError(f"loss: the gradient input {grad.shape} does not match the output {o.shape}")
-    return grad.host_write_only().reshape(o.shape)
-
-
 # ----------------------------------------------------------------------------------------
 
 class loss_mean_squared_(named_loss):
@@ -76,7 +66,7 @@ class loss_mean_squared_(named_loss):
         out, labels, o = prepare(name, x, sub, labels, k=1, nr=1, nc=1)
         y = float_labels(name, labels, dtype=o.dtype)
         loss, _ = squared_error(y, o.reshape(-1), 1.0 / out.num_samples(),
-                                _gradient_buffer(sub, o).reshape(-1))
+                                gradient_buffer(sub, (o.size,)))
         return loss
 
 
@@ -101,7 +91,7 @@ class loss_mean_squared_multioutput_(named_loss):
         labels = [np.asarray(t).reshape(-1) if np.shape(t) == (k, 1) else t for t in labels]
         y = float_labels(name, labels, (k,), dtype=o.dtype)
         loss, _ = squared_error(y, o.reshape(y.shape), 1.0 / out.num_samples(),
-                                _gradient_buffer(sub, o).reshape(y.shape))
+                                gradient_buffer(sub, y.shape))
         return loss
 
 
@@ -238,7 +228,7 @@ class loss_mean_squared_per_channel_and_pixel_(named_loss):
                 raise ValueError(f"{name}: label {i} has shape {np.shape(t)} but the net outputs "
                                  f"{out.shape[1:]} (C, nr, nc) per sample")
         y = float_labels(name, labels, out.shape[1:], o.dtype)
-        loss, _ = squared_error(y, o, 1.0 / out.size(), _gradient_buffer(sub, o))
+        loss, _ = squared_error(y, o, 1.0 / out.size(), gradient_buffer(sub, o.shape))
         return loss
 
 
