@@ -104,7 +104,12 @@ def child(workload, side, threads, warmup, steps, min_seconds):
         def step():
             trainer.train_one_step(data, labels)
     else:
-        model = w.make_torch().train()
+        import dnnpy
+        import dnnpy.tensor_tools as tt
+        net = w.make_net()                 # the weights to start from, set up with numpy alone
+        with tt.force_numpy():             # (no oneDNN thread pool in torch's process)
+            net.forward(net.to_tensor(data))
+        model = w.make_torch(net).train()
         opt = w.torch_opt(model.parameters())
 
         def step():
