@@ -10,20 +10,23 @@ that dlib keeps in the object rather than the type (``leaky_relu``'s alpha, ``af
 ``prelu``'s slope) travel in the file. Layers written with dlib's aliases where those mean the
 same layer (``con<16,5,5,1,1,...>`` when the padding is dlib's default), else as
 ``add_layer<con_<16,5,5,1,1,2,2>,...>``. The layers covered are those an ONNX import makes
-(convolutions, fc, affine, the activations, pooling, tags, skips, add_prev, concat) and the losses
-without constructor state; another raises ``ValueError`` naming it.
+(convolutions, fc, linear, affine, the norms, the activations, pooling, tags, skips, add_prev,
+concat, and attention's multm_prev, softmaxm, tril, reshape_to, transpose and slice) and the
+losses without constructor state; another raises ``ValueError`` naming it.
 """
 
 from __future__ import annotations
 
 from .core import add_layer, add_loss_layer, add_skip_layer, add_tag_layer
+from .layers.softmax import CHANNEL_WISE
 
 __all__ = ["cpp_type", "cpp_declaration"]
 
 _NS = "dlib::"
 _PLAIN = {"relu_": "relu", "sig_": "sig", "htan_": "htan", "mish_": "mish", "elu_": "elu",
           "leaky_relu_": "leaky_relu", "prelu_": "prelu", "clipped_relu_": "clipped_relu",
-          "gelu_": "gelu", "softmax_": "softmax", "affine_": "affine"}
+          "gelu_": "gelu", "affine_": "affine", "layer_norm_": "layer_norm", "rms_norm_": "rms_norm",
+          "transpose_": "transpose"}
 _INPUTS = {"input_tensor": "input_tensor", "input_rgb_image": "input_rgb_image"}
 _LOSSES = ("loss_multiclass_log", "loss_binary_log", "loss_binary_hinge", "loss_mean_squared",
            "loss_mean_squared_multioutput", "loss_multiclass_log_per_pixel",
@@ -93,8 +96,23 @@ def _layer(d, i):
         return f"{_NS}upsample<{d.scale_y},"
     if kind == "resize_to_":
         return f"{_NS}resize_to<{d.NR},{d.NC},"
-    if kind == "add_prev_":
-        return f"{_NS}add_prev{d.tag.id}<"
+    if kind == "linear_":
+        alias = "linear" if d.get_bias_mode() == 0 else "linear_no_bias"
+        return f"{_NS}{alias}<{d.get_num_outputs()},"
+    if kind == "softmax_":
+        return f"{_NS}softmax<" if d.mode == CHANNEL_WISE else f"{_NS}softmaxm<"
+    if kind == "reshape_to_":
+        return f"{_NS}reshape_to<{d.k_},{d.nr_},{d.nc_},"
+    if kind == "slice_":
+        return f"{_NS}slice<{d.offset_k},{d.offset_nr},{d.offset_nc},{d.k},{d.nr},{d.nc},"
+    if kind == "tril_":
+        tag = {None: "void", "zero_tag": f"{_NS}zero_tag", "neg_infinity_tag": f"{_NS}neg_infinity_tag"}[
+            d.tag and d.tag.__name__]
+        if d.diag == 0 and d.tag is not None:
+            return f"{_NS}{'tril_mask' if d.tag.__name__ == 'neg_infinity_tag' else 'tril'}<"
+        return f"{_NS}add_layer<{_NS}tril_<{d.diag},{tag},{d.num},{d.den}>,"
+    if kind in ("add_prev_", "multm_prev_"):
+        return f"{_NS}{kind[:-1]}{d.tag.id}<"
     if kind == "concat_" and 2 <= len(d.tags) <= 5:
         return f"{_NS}concat{len(d.tags)}<" + "".join(f"{_NS}tag{t.id}," for t in d.tags)
     raise ValueError(f"cpp_type: layer<{i}> {kind}: no C++ declaration for this layer here")

@@ -419,3 +419,112 @@ def test_nested_branches_equal_onnxruntime():
     # the outer residual tags the input tag1; the inner one, inside its branch, takes tag2
     assert text.startswith("relu[add_prev1[con[4, 3, 3, 1, 1, concat2[tag4, tag5, ") and text.endswith(
         "tag3[add_prev2[relu[con[4, 3, 3, 1, 1, tag2[relu[con[4, 3, 3, 1, 1, tag1[input_tensor]]]]]]]]]]]]]]]]]")
+
+
+@pytest.mark.parametrize("sdpa", [False, True], ids=["written-out", "sdpa"])
+def test_torch_transformer_block_equals_onnxruntime(sdpa):
+    """A pre-norm transformer block on (N, T, D) sequences (tests/dlib_cpp/onnx_models.py, which
+    dlib's C++ also runs): causal multi-head attention, written out (view, transpose, matmul,
+    scale, a -inf mask from a buffer, softmax, matmul) or torch's scaled_dot_product_attention
+    (its scale computed from the shape, its mask folded), reads as dlib's multm_prev, softmaxm
+    and tril_mask; the heads are split and joined by reshape_to and transpose; the RMS norms,
+    written out, are rms_norm; the net takes the sequences as (N, 1, T, D)."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(7)
+    x = np.random.default_rng(14).standard_normal((3, 8, 16)).astype(np.float32)
+    data = _torch_onnx(onnx_models.transformer(torch, sdpa=sdpa), x)
+    net = import_model(data)
+    text = repr(net.net_type)
+    for part in ("multm_prev3[softmaxm[tril_mask[", "multm_prev4[", "rms_norm[", "linear_no_bias[48, ",
+                 "slice[0, 0, 32, 1, 8, 16, ", "gelu[linear[64, "):
+        assert part in text
+    _close(net(x[:, None]), _run(data, x))
+
+
+def _transposed(perm, shape):
+    """A graph of one Transpose of an input of ``shape``."""
+    out = tuple(shape[p] for p in perm)
+    return helper.make_model(helper.make_graph(
+        [helper.make_node("Transpose", ["x"], ["y"], perm=list(perm))], "t",
+        [helper.make_tensor_value_info("x", 1, shape)], [helper.make_tensor_value_info("y", 1, out)]),
+        opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+
+
+@pytest.mark.parametrize("perm", [(0, 1, 2, 3), (0, 1, 3, 2), (0, 2, 1, 3), (0, 2, 3, 1), (0, 3, 1, 2),
+                                  (0, 3, 2, 1), (0, 2, 1)])
+def test_every_transpose_within_a_sample_is_dlibs_transpose_and_reshape_to(perm):
+    shape = (2, 3, 4, 5)[:len(perm)]
+    data = _transposed(perm, shape)
+    x = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+    if perm == tuple(range(len(perm))):
+        with pytest.raises(onnx_import_error, match="computes nothing a dlib layer holds"):
+            import_model(data)
+        return
+    net = import_model(data)
+    assert set(re.findall(r"[a-z_]+(?=\[)", repr(net.net_type))) <= {"transpose", "reshape_to"}
+    want = x.transpose(perm)
+    assert np.array_equal(np.asarray(net(x if len(shape) == 4 else x[:, None])).reshape(want.shape), want)
+    with pytest.raises(onnx_import_error, match="batch axis stays first"):
+        import_model(_transposed((1, 0, 2, 3), (2, 2, 4, 5)))
+
+
+def test_attention_refusals_name_the_node_and_why():
+    """What dlib's layers cannot express is refused: torch's nn.MultiheadAttention (its export
+    moves the batch axis and folds it into the heads), an RMS norm over each token (dlib's
+    rms_norm takes the whole sample), a mask that is not a triangle."""
+    torch = pytest.importorskip("torch")
+    nn = torch.nn
+
+    class MHA(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.MultiheadAttention(16, 4, batch_first=True)
+
+        def forward(self, x):
+            return self.a(x, x, x, need_weights=False)[0]
+
+    class TokenNorm(nn.Module):
+        def forward(self, x):
+            return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+
+    class Band(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("mask", torch.ones(8, 8).triu(2) + torch.ones(8, 8).tril(-2))
+
+        def forward(self, x):
+            return (x @ x.transpose(1, 2)).masked_fill(self.mask == 1, float("-inf")).softmax(-1)
+
+    x = np.random.default_rng(15).standard_normal((2, 8, 16)).astype(np.float32)
+    with pytest.raises(onnx_import_error, match=r"node .*\((Gather|Transpose|Reshape)\)"):
+        import_model(_torch_onnx(MHA(), x))
+    with pytest.raises(onnx_import_error, match="ReduceMean.*mean over all of a sample's values"):
+        import_model(_torch_onnx(TokenNorm(), x))
+    with pytest.raises(onnx_import_error, match=r"\(Where\): a mask that is not the part above a diagonal"):
+        import_model(_torch_onnx(Band(), x))
+
+
+def test_an_additive_mask_and_slices_read_as_tril_and_slice():
+    """``scores + mask`` with a constant of 0 and -inf above a diagonal is tril_; ``x[..., a:b]``
+    (Slice) is slice_."""
+    torch = pytest.importorskip("torch")
+    nn = torch.nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(16, 32)
+            self.register_buffer("mask", torch.full((8, 8), float("-inf")).triu(2))
+
+        def forward(self, x):
+            y = self.lin(x)
+            return torch.softmax(y[:, :, :16] @ y[:, :, 16:].transpose(1, 2) + self.mask, -1) @ x
+
+    torch.manual_seed(8)
+    x = np.random.default_rng(16).standard_normal((2, 8, 16)).astype(np.float32)
+    data = _torch_onnx(Net(), x)
+    net = import_model(data)
+    text = repr(net.net_type)
+    assert "tril[1, neg_infinity_tag, " in text or "tril_[1" in text or "tril" in text
+    assert "slice[0, 0, 16, 1, 8, 16, " in text and "slice[0, 0, 0, 1, 8, 16, " in text
+    _close(net(x[:, None]), _run(data, x))

@@ -13,8 +13,15 @@ bias) as ``fc``, BatchNormalization as ``affine`` (its inference form), Relu, Le
 slope), Elu, Sigmoid, Tanh, Clip (0 .. ceiling), Mish, Softmax (over the channels), MaxPool and
 AveragePool (symmetric padding; an average excludes the padding, as dlib's), GlobalAveragePool,
 GlobalMaxPool, Resize (bilinear, corners aligned: ``upsample`` or ``resize_to``), Flatten and
-Reshape before an fc (dlib's fc flattens), Dropout and Identity
-(dropped). The shape computations exporters put in front of a Reshape (Shape, Gather,
+Reshape before an fc (dlib's fc flattens), Dropout and Identity (dropped).
+
+Attention, as dlib's transformer layers: a sequence ``(N, T, D)`` is dlib's ``(N, 1, T, D)``;
+MatMul by a constant over the last axis is ``linear``; the MatMul of two branches from one
+tensor is ``multm_prev`` (tagged as an Add's branches are); Transpose within a sample is
+``transpose`` and ``reshape_to`` (every order of the three axes is a few of them), Reshape
+to 3 or 4 axes ``reshape_to``, Split and Slice ``slice``, Softmax over the last axis
+``softmaxm``, a constant causal mask (Where, or an Add of 0 and -inf) ``tril_``, and an RMS
+norm written out over each sample (``x / sqrt(mean(x**2) + eps)``) ``rms_norm``. The shape computations exporters put in front of a Reshape (Shape, Gather,
 Unsqueeze, Concat, Constant) are ignored when they feed only its shape.
 
 Arithmetic with constants (Add, Sub, Mul, Div: ``gamma * x + beta`` per channel or per
@@ -23,7 +30,7 @@ over axis 1 before it); a zero Pad that only makes two branches' sizes meet at
 an Add is dropped (dlib's ``add_prev`` pads so itself).
 
 The input layer is ``input_tensor``: the net takes what the graph takes, float32 NCHW (or a
-``(N, features)`` matrix as ``(N, features, 1, 1)``). ``input`` names another input layer
+``(N, features)`` matrix as ``(N, features, 1, 1)``, a sequence ``(N, T, D)`` as ``(N, 1, T, D)``). ``input`` names another input layer
 (``input_rgb_image_sized[150]``, or its bracket text) whose output the graph's input is, e.g.
 for a model trained on what dlib's input layer makes of images. There is no loss layer unless ``loss``
 names one (``"multiclass_log"``: ``loss_multiclass_log`` over the output, ...). Anything else
@@ -47,7 +54,7 @@ from ..serialization.files import read_source
 from ..parsing import input_type_from_string
 from ..templates import loss_template, skip_templates, tag_templates
 from ..tensor import resizable_tensor
-from .layer_mapping import NodeLayers, pointwise_layer_output, set_affine
+from .layer_mapping import NodeLayers, pointwise_layer_output, sample_dims, set_affine, set_rms_gamma
 
 __all__ = ["import_model", "onnx_import_error", "OPSET_RANGE"]
 
@@ -119,6 +126,22 @@ def import_model(source, *, loss=None, input=None, bn="affine"):
     return importer.net(loss, input_tensor if input is None else input)
 
 
+def _joined(steps, step):
+    """``steps + [step]``, where a transpose after a transpose undoes it and a reshape_to
+    after a reshape_to is one (or none, when the second undoes the first): a Transpose reads
+    as reshapes and transposes (layer_mapping), which often meet the Reshape beside it."""
+    last = steps[-1] if steps else None
+    if last is None or last[0] != "layer":
+        return steps + [step]
+    if isinstance(step[1], layers.transpose_) and isinstance(last[1], layers.transpose_):
+        return steps[:-1]
+    if isinstance(step[1], layers.reshape_to_) and isinstance(last[1], layers.reshape_to_):
+        before, to = last[3]["from"], step[3]["to"]
+        return steps[:-1] + ([] if before == to else [("layer", layers.reshape_to_(*to), None,
+                                                        {"from": before, "to": to})])
+    return steps + [step]
+
+
 class _Importer(NodeLayers):
     """The walk from the graph's input along its chain of nodes."""
 
@@ -168,6 +191,9 @@ class _Importer(NodeLayers):
         pads, shapes and scales so (torch's ``F.pad``: Constant, ConstantOfShape, Concat,
         Reshape, Slice, Transpose, Cast)."""
         evaluator = importlib.import_module("onnx.reference").ReferenceEvaluator
+        # shapes with a dimension unknown (a dynamic batch), -1 there: a Gather or Slice of
+        # their known dimensions is a constant (torch's attention scale: sqrt(Shape(q)[-1]))
+        partial = {}
         for node in self.graph.node:
             if all(o in self.consts for o in node.output) or node.op_type in _NOT_FOLDED:
                 continue
@@ -175,8 +201,21 @@ class _Importer(NodeLayers):
             if node.op_type == "Shape":
                 known = (self.consts[inputs[0]].shape if inputs and inputs[0] in self.consts
                          else self.shapes.get(inputs[0]) if inputs else None)
-                if known and all(d is not None for d in known) and not self._attrs(node):
-                    self.consts[node.output[0]] = np.array(known, np.int64)
+                if known:
+                    a = self._attrs(node)
+                    dims = np.array([-1 if d is None else d for d in known], np.int64)
+                    dims = dims[a.get("start", 0):a.get("end", len(dims))]
+                    (self.consts if (dims >= 0).all() else partial)[node.output[0]] = dims
+                continue
+            if node.op_type in ("Gather", "Slice") and inputs and inputs[0] in partial \
+                    and all(i in self.consts for i in inputs[1:]):
+                try:
+                    (dims,) = evaluator(node).run(None, {inputs[0]: partial[inputs[0]],
+                                                         **{i: self.consts[i] for i in inputs[1:]}})
+                except Exception:    # noqa: BLE001 - not evaluable: left as it is
+                    continue
+                dims = np.asarray(dims)
+                (self.consts if (dims >= 0).all() else partial)[node.output[0]] = dims
                 continue
             if not inputs or not all(i in self.consts for i in inputs):
                 continue
@@ -197,9 +236,10 @@ class _Importer(NodeLayers):
                                     f"({[v.name for v in inputs]}); dnnpy reads graphs with one")
         v = inputs[0]
         shape = self.shapes[v.name]
-        if len(shape) not in (2, 4) or any(d is None for d in shape[1:]):
+        if len(shape) not in (2, 3, 4) or any(d is None for d in shape[1:]):
             raise onnx_import_error(f"{self.name}: the input {v.name!r} has shape {shape}: dnnpy needs "
-                                    f"(N, C, H, W) or (N, features) with every dimension but N fixed")
+                                    f"(N, C, H, W), (N, T, D) or (N, features) with every dimension "
+                                    f"but N fixed")
         if v.type.tensor_type.elem_type != 1:          # FLOAT
             raise onnx_import_error(f"{self.name}: the input {v.name!r} is not float32")
         return v.name, shape
@@ -231,11 +271,13 @@ class _Importer(NodeLayers):
         self.input_type = input_type
         self.input_name, _ = self._input()
         self.skip = self._shape_only()
-        self.producer, self.order, self._ancestor_sets = {}, {}, {}
+        self.producer, self.order, self._ancestor_sets, self.readers = {}, {}, {}, {}
         for i, node in enumerate(self.graph.node):
             for o in node.output:
                 self.producer[o] = node
                 self.order[o] = i
+            for t in node.input:
+                self.readers.setdefault(t, []).append(node)
         outputs = [o.name for o in self.graph.output]
         if len(outputs) != 1:
             raise onnx_import_error(f"{self.name}: the graph has {len(outputs)} outputs ({outputs}); "
@@ -250,7 +292,7 @@ class _Importer(NodeLayers):
     def _steps(self, name, stop=None, live=frozenset()):
         """The steps that make tensor ``name`` from tensor ``stop`` (default: the graph's
         input): ``("layer", object, setter, values)``, ``("tag", k)``, ``("skip", k)``,
-        ``("add_prev", k)``, ``("concat", ks)``. ``live``: the tag ids the enclosing blocks
+        ``("merge", "add_prev" or "multm_prev", k)``, ``("concat", ks)``. ``live``: the tag ids the enclosing blocks
         use, which the blocks inside avoid (dlib finds the nearest ``tagN`` below a layer)."""
         if name == (self.input_name if stop is None else stop):
             return []
@@ -259,21 +301,71 @@ class _Importer(NodeLayers):
             raise onnx_import_error(f"{self.name}: the tensor {name!r} is neither made by a node nor "
                                     f"the graph's input")
         inputs = self._data_inputs(node)
+        if node.op_type in ("Mul", "Div") and len(inputs) == 2:
+            found = self._rms_norm(node)
+            if found is not None:          # x / sqrt(mean(x**2) + eps), written out
+                source, step = found
+                return self._steps(source, stop, live) + [("layer",) + step]
         if node.op_type in _POINTWISE:
             found = self._activation(name)
             if found is not None:          # an activation written as several pointwise nodes
                 source, layer = found
                 return self._steps(source, stop, live) + [("layer", layer, None, None)]
-        if node.op_type == "Add" and len(inputs) == 2:
-            return self._residual(node, *inputs, stop=stop, live=live)
+        if node.op_type in ("Add", "MatMul") and len(inputs) == 2:
+            merge = "add_prev" if node.op_type == "Add" else "multm_prev"
+            return self._junction(node, *inputs, merge=merge, stop=stop, live=live)
         if node.op_type == "Concat" and len(inputs) > 1:
             return self._concat(node, inputs, stop=stop, live=live)
         if len(inputs) != 1:
             raise self.fail(node, f"reads {len(inputs)} tensors {inputs}: dnnpy reads chains of "
-                                  f"one-input nodes and the Add of two branches (residuals)")
-        return self._append(self._steps(inputs[0], stop, live), node)
+                                  f"one-input nodes, the Add or MatMul of two branches and Concat")
+        return self._append(self._steps(inputs[0], stop, live), node, name)
 
-    def _append(self, steps, node):
+    def _rms_norm(self, node):
+        """``(x, step)`` when ``node`` is ``x * 1/sqrt(mean(x**2) + eps)`` (the reciprocal as
+        Reciprocal or Div(1, .)) or ``x / sqrt(mean(x**2) + eps)``, the mean over all of a
+        sample's values and every value in between read only here: dlib's ``rms_norm`` (its
+        gamma 1; a scale after it joins it). None otherwise."""
+        def made(t, *ops):
+            n = self.producer.get(t)
+            ok = n is not None and n.op_type in ops and len(self.readers.get(t, ())) == 1
+            return n if ok else None
+
+        def scalar(n):
+            c = [self.consts[i] for i in n.input if i in self.consts]
+            return float(np.asarray(c[0]).reshape(-1)[0]) if len(c) == 1 and np.size(c[0]) == 1 else None
+
+        for x, r in (node.input[:2], node.input[1::-1]):
+            if node.op_type == "Div":
+                if x != node.input[0]:
+                    continue
+                sqrt = made(r, "Sqrt")
+            else:
+                inv = made(r, "Reciprocal", "Div")
+                if inv is None or inv.op_type == "Div" and (inv.input[0] not in self.consts or scalar(inv) != 1):
+                    continue
+                sqrt = made(inv.input[-1], "Sqrt")
+            add = sqrt and made(sqrt.input[0], "Add")
+            eps = add and scalar(add)
+            mean = add and made(next(i for i in add.input if i not in self.consts), "ReduceMean")
+            if not mean or eps is None:
+                continue
+            square = made(mean.input[0], "Pow", "Mul")
+            if square is None or not (square.op_type == "Pow" and square.input[0] == x and scalar(square) == 2
+                                      or square.op_type == "Mul" and list(square.input) == [x, x]):
+                continue
+            rank = len(self.shapes.get(x, ()))
+            a = self._attrs(mean)
+            axes = a.get("axes") if len(mean.input) < 2 else self.consts.get(mean.input[1])
+            if axes is None or not a.get("keepdims", 1) or \
+                    sorted(int(v) % rank for v in np.reshape(axes, -1)) != list(range(1, rank)):
+                raise self.fail(mean, f"an RMS norm over axes {axes} of a rank-{rank} tensor: dlib's "
+                                      f"rms_norm takes the mean over all of a sample's values")
+            k = sample_dims(self.shapes[x])[0]
+            return x, (layers.rms_norm_(eps), set_rms_gamma, {"gamma": np.ones(k)})
+        return None
+
+    def _append(self, steps, node, output=None):
         """``steps`` with one-input ``node``'s step added: its layer; for an Add of a constant
         after a MatMul, that fc's bias; for arithmetic with constants (Add, Sub, Mul, Div:
         ``gamma * x + beta``), an ``affine``, merged into an affine just before it."""
@@ -285,6 +377,9 @@ class _Importer(NodeLayers):
             return steps
         shape = self.shapes.get(self._data_inputs(node)[0], ())
         if node.op_type in _ARITHMETIC:
+            mask = self._is_mask(node) if node.op_type == "Add" else None
+            if mask is not None:
+                return steps + [("layer",) + self._tril(node, *mask, shape)]
             gamma, beta, mode = self._affine_terms(node, shape)
             mergeable = last is not None and last[0] == "layer" and (
                 isinstance(last[1], layers.affine_) and last[1].get_mode() == mode
@@ -292,12 +387,24 @@ class _Importer(NodeLayers):
             if mergeable:                                     # y = g2 (g1 x + b1) + b2
                 last[3]["gamma"], last[3]["beta"] = gamma * last[3]["gamma"], gamma * last[3]["beta"] + beta
                 return steps
+            if last is not None and last[0] == "layer" and isinstance(last[1], layers.rms_norm_) \
+                    and mode == layers.CONV_MODE and not np.any(beta):
+                last[3]["gamma"] = gamma * last[3]["gamma"]     # rms_norm's gamma
+                return steps
             return steps + [("layer", layers.affine_(mode), set_affine, {"gamma": gamma, "beta": beta})]
         if node.op_type == "Pad":
             self._check_add_padding(node)
             return steps                 # dlib's add_prev zero-pads the smaller input itself
-        step = self._step(node, shape)
-        return steps + ([("layer",) + step] if step is not None else [])
+        for step in self._layers(node, shape, output or node.output[0]):
+            steps = _joined(steps, ("layer",) + step)
+        return steps
+
+    def _is_mask(self, node):
+        """For an Add of a constant of 0s and -infs (an attention mask): (the -inf places, -inf)."""
+        c = next((np.asarray(self.consts[i]) for i in node.input if i in self.consts), None)
+        if c is None or c.dtype.kind != "f" or not np.isneginf(c).any() or not np.all(np.isneginf(c) | (c == 0)):
+            return None
+        return np.isneginf(c), np.array(-np.inf)
 
     def _check_add_padding(self, node):
         """A Pad that dnnpy drops: zeros after the ends of the channel and spatial axes,
@@ -333,7 +440,8 @@ class _Importer(NodeLayers):
             if id(node) in nodes:
                 continue
             if any(np.size(self.consts[i]) != 1 for i in node.input if i in self.consts):
-                return None                  # a per-channel constant: an affine, not this
+                sources.add(t)               # a per-channel constant: an affine (or a bias) before
+                continue
             nodes[id(node)] = node
             if len(nodes) > _MAX_ACTIVATION_NODES:
                 return None
@@ -412,24 +520,26 @@ class _Importer(NodeLayers):
                 return k
         raise onnx_import_error("the graph nests its branches deeper than dlib's ten tags can mark")
 
-    def _residual(self, node, a, b, stop=None, live=frozenset()):
-        """``a + b`` where both are computed from one tensor f (one may be f itself; either
-        may hold blocks of its own): dlib's ``add_prev1<branch<tag1<f>>>``, or, when both
-        branches have layers, ``add_prev2<shortcut<skip1<tag2<branch<tag1<f>>>>>>`` (other
-        ids inside other blocks)."""
+    def _junction(self, node, a, b, merge, stop=None, live=frozenset()):
+        """``a + b`` (``merge`` "add_prev") or ``a @ b`` ("multm_prev": dlib multiplies its
+        input by the tagged tensor) where both are computed from one tensor f (either may be
+        f itself or hold blocks of its own): dlib's ``merge1<a's branch<tag1<f>>>`` when b is
+        f, else ``merge2<a's branch<skip1<tag2<b's branch<tag1<f>>>>>>`` (other ids inside
+        other blocks). An Add puts the longer branch first, or f last."""
         fork = self._fork([a, b], stop)
         if fork is None:
-            raise self.fail(node, f"adds {a!r} and {b!r}, which do not both come from one tensor")
+            raise self.fail(node, f"joins {a!r} and {b!r}, which do not both come from one tensor")
         t1 = self._free(live, 1)
         t2 = self._free(live | {t1}, 2)
-        long, short = (self._steps(x, fork, live | {t1}) for x in (a, b))
-        if len(short) > len(long):            # (a branch of dropped nodes, a Pad, has no steps)
-            a, b, long, short = b, a, short, long
-        steps = self._steps(fork, stop, live) + [("tag", t1)] + long
-        if not short:
-            return steps + [("add_prev", t1)]
-        short = self._steps(b, fork, live | {t2})
-        return steps + [("tag", t2), ("skip", t1)] + short + [("add_prev", t2)]
+        sa, sb = (self._steps(x, fork, live | {t1}) for x in (a, b))
+        # (a branch of dropped nodes, a Pad, has no steps)
+        if merge == "add_prev" and (len(sa) >= len(sb) if sa and sb else not sa and bool(sb)):
+            a, b, sa, sb = b, a, sb, sa
+        steps = self._steps(fork, stop, live) + [("tag", t1)]
+        if not sb:
+            return steps + sa + [("merge", merge, t1)]
+        sa = self._steps(a, fork, live | {t2})
+        return steps + sb + [("tag", t2), ("skip", t1)] + sa + [("merge", merge, t2)]
 
     def _concat(self, node, inputs, stop=None, live=frozenset()):
         """The channels of several branches from one tensor f, in order: dlib's
@@ -463,6 +573,8 @@ class _Importer(NodeLayers):
             kind = step[0]
             if kind == "layer" and isinstance(step[1], layers.fc_) and step[3]["bias"] is None:
                 step = ("layer", layers.fc_(step[1].get_num_outputs(), layers.FC_NO_BIAS)) + step[2:]
+            if kind == "layer" and isinstance(step[1], layers.linear_) and step[3]["bias"] is None:
+                step = ("layer", layers.linear_(step[1].get_num_outputs(), layers.LINEAR_NO_BIAS)) + step[2:]
             if kind == "layer":
                 net_type = add_layer[step[1], net_type]
                 made.append(step)
@@ -475,7 +587,7 @@ class _Importer(NodeLayers):
                 net_type = getattr(rearrange, f"concat{len(tags)}")[(*tags, net_type)]
                 made.append(("layer", None, None, None))
             else:
-                net_type = getattr(merge, f"add_prev{step[1]}")[net_type]
+                net_type = getattr(merge, f"{step[1]}{step[2]}")[net_type]
                 made.append(("layer", None, None, None))
         if loss is not None:
             key = loss if str(loss).startswith("loss_") else f"loss_{loss}"
@@ -483,10 +595,13 @@ class _Importer(NodeLayers):
             if not isinstance(template, loss_template):
                 raise onnx_import_error(f"{self.name}: no loss named {loss!r}")
             net_type = template[net_type]
+        if not made and net_type is self.input_type:
+            raise onnx_import_error(f"{self.name}: the graph computes nothing a dlib layer holds "
+                                    f"(its output is its input)")
         net = net_type()
         # set the layers up with one sample, then put the graph's weights in
         shape = self.shapes[self.input_name]
-        sample = resizable_tensor(*((1,) + tuple(shape[1:]) + (1,) * (4 - len(shape))))
+        sample = resizable_tensor(1, *sample_dims(shape))
         sample.host_write_only()[...] = 0
         sized = type(net.input_layer())                     # an input of fixed image size
         if getattr(sized, "NR", None) and tuple(sample.shape[2:]) != (sized.NR, sized.NC):

@@ -16,9 +16,44 @@ from .. import layers
 from ..core import add_layer
 from ..inputs import input_tensor
 
-__all__ = ["NodeLayers", "pointwise_layer_output", "set_affine"]
+__all__ = ["NodeLayers", "pointwise_layer_output", "sample_dims", "set_affine", "set_rms_gamma"]
 
 _DROPPED = {"Dropout", "Identity"}
+
+
+def sample_dims(shape):
+    """dlib's ``(k, nr, nc)`` of one sample of a graph tensor of ``shape`` (batch first): a
+    matrix ``(N, C)`` is ``(C, 1, 1)`` (fc's output), a sequence ``(N, T, D)`` is ``(1, T,
+    D)`` (dlib's transformer layout: linear, softmaxm and multm_prev act on the last axes),
+    ``(N, C, H, W)`` is ``(C, H, W)``."""
+    rest = tuple(shape[1:])
+    if len(rest) == 1:
+        return rest + (1, 1)
+    if len(rest) == 2:
+        return (1,) + rest
+    if len(rest) == 3:
+        return rest
+    raise ValueError(f"a rank-{len(shape)} tensor: dlib's tensors have up to 3 axes per sample")
+
+
+def _dlib_axis(axis, rank):
+    """The axis of dlib's (N, k, nr, nc) that ONNX ``axis`` of a rank-``rank`` tensor is."""
+    axis %= rank
+    return {2: (0, 1), 3: (0, 2, 3), 4: (0, 1, 2, 3)}[rank][axis]
+
+
+# dlib's layers that reorder a sample (k, nr, nc): transpose_ swaps nr and nc; a reshape_to
+# reads a sample in memory order. Every reordering of the three axes is some of both:
+# (the output's axes as the input's; "T": transpose_, a tuple: reshape_to to those of the
+# input's axes, each a product of them)
+_PERMUTATIONS = {
+    (0, 1, 2): [],
+    (0, 2, 1): ["T"],
+    (1, 0, 2): [((), (0,), (1, 2)), "T", ((1,), (2,), (0,)), "T"],
+    (1, 2, 0): [((), (0,), (1, 2)), "T", ((1,), (2,), (0,))],
+    (2, 0, 1): [((), (0, 1), (2,)), "T", ((2,), (0,), (1,))],
+    (2, 1, 0): [((), (0, 1), (2,)), "T", ((2,), (0,), (1,)), "T"],
+}
 
 
 class NodeLayers:
@@ -35,15 +70,16 @@ class NodeLayers:
         first = node.input[0] == data                                     # x op c (or c op x)
         if op == "Div" and not first:
             raise self.fail(node, "divides a constant by the tensor: no dlib layer computes 1/x")
-        if len(shape) not in (2, 4):
-            raise self.fail(node, f"a rank-{len(shape)} input: dlib's affine scales (N, C[, H, W]) tensors")
-        sample = tuple(shape[1:]) + (1,) * (4 - len(shape))               # (C, H, W)
+        if len(shape) not in (2, 3, 4):
+            raise self.fail(node, f"a rank-{len(shape)} input: dlib's affine scales (N, C[, H, W]) "
+                                  f"and (N, T, D) tensors")
+        sample = sample_dims(shape)                                       # dlib's (k, nr, nc)
         if c.ndim > len(shape) or (c.ndim == len(shape) and c.shape[0] != 1):
             raise self.fail(node, f"a constant of shape {c.shape}: dlib's affine has one value per "
                                   f"channel or per element of a sample")
         body = c.reshape(c.shape[1:] if c.ndim == len(shape) else c.shape)
         body = body.reshape((1,) * (len(shape) - 1 - body.ndim) + body.shape)   # aligned right
-        body = body.reshape(body.shape + (1,) * (3 - body.ndim))                 # as (C, H, W)
+        body = body.reshape(sample_dims((1,) + body.shape))                      # as (k, nr, nc)
         try:
             full = np.broadcast_to(body, sample)
         except ValueError:
@@ -53,8 +89,11 @@ class NodeLayers:
         mode = layers.CONV_MODE if per_channel else layers.FC_MODE
         v = full[:, 0, 0] if per_channel else full.reshape(-1)
         one, zero = np.ones_like(v), np.zeros_like(v)
-        return {"Add": (one, v), "Sub": (one, -v) if first else (-one, v),
-                "Mul": (v, zero), "Div": (1.0 / v, zero)}[op] + (mode,)
+        if op == "Add":
+            return one, v, mode
+        if op == "Sub":
+            return (one, -v, mode) if first else (-one, v, mode)
+        return (v, zero, mode) if op == "Mul" else (1.0 / v, zero, mode)
 
     def _attrs(self, node):
         return {a.name: self.helper.get_attribute_value(a) for a in node.attribute}
@@ -110,6 +149,118 @@ class NodeLayers:
             obj.disable_bias()
         return (obj, set_conv, {"filters": w, "bias": bias})
 
+    def _layers(self, node, shape, output):
+        """The steps (``(layer, setter, values)``) of one-input ``node`` making its ``output``
+        from a tensor of ``shape``: none for a dropped node, several for a Transpose."""
+        op = node.op_type
+        if op == "Transpose":
+            return self._transpose(node, shape)
+        if op in ("Split", "Slice"):
+            return [self._crop(node, shape, output)]
+        if op == "Reshape" and len(self.shapes.get(output, ())) in (3, 4):
+            out = self.shapes[output]
+            if any(d is None for d in out[1:]):
+                raise self.fail(node, f"a target shape {out} that shape inference could not fix")
+            return _reshape(sample_dims(shape), sample_dims(out))
+        if op == "Where":
+            return [self._where(node, shape)]
+        step = self._step(node, shape)
+        return [] if step is None else [step]
+
+    def _transpose(self, node, shape):
+        """A Transpose keeping the batch first: dlib's transpose_ and reshape_to in turn."""
+        rank = len(shape)
+        perm = list(self._attrs(node).get("perm", range(rank - 1, -1, -1)))
+        if rank not in (2, 3, 4) or perm[0] != 0:
+            raise self.fail(node, f"perm {perm} of a rank-{rank} tensor: dlib's layers reorder "
+                                  f"within a sample (the batch axis stays first)")
+        axes = [_dlib_axis(p, rank) - 1 for p in perm[1:]]        # the sample's axes, reordered
+        # (a sequence's k and a matrix's nr, nc are 1 and stay where they are)
+        order = [0] + axes if rank == 3 else axes + [1, 2][:3 - len(axes)]
+        dims = sample_dims(shape)
+        steps, now = [], dims
+        for step in _PERMUTATIONS[tuple(order)]:
+            if step == "T":
+                steps.append((layers.transpose_(), None, None))
+                now = (now[0], now[2], now[1])
+                continue
+            to = tuple(int(np.prod([dims[i] for i in group])) for group in step)
+            steps += _reshape(now, to)
+            now = to
+        return steps
+
+    def _crop(self, node, shape, output):
+        """A Split output, or a Slice with step 1 along one axis, as dlib's ``slice_``."""
+        rank = len(shape)
+        a = self._attrs(node)
+        if node.op_type == "Split":
+            axis = a.get("axis", 0)
+            if len(node.input) > 1 and node.input[1]:
+                sizes = [int(v) for v in np.asarray(self._const(node, 1, "split sizes")).reshape(-1)]
+            elif "split" in a:
+                sizes = list(a["split"])
+            else:
+                n = len(node.output)
+                sizes = [shape[axis] // n] * n
+            i = list(node.output).index(output)
+            begin, size = sum(sizes[:i]), sizes[i]
+        else:
+            starts, ends = (np.asarray(self._const(node, i, w)).reshape(-1) for i, w in ((1, "starts"), (2, "ends")))
+            axes = (np.asarray(self._const(node, 3, "axes")).reshape(-1) if len(node.input) > 3 and node.input[3]
+                    else np.arange(len(starts)))
+            steps = (np.asarray(self._const(node, 4, "steps")).reshape(-1) if len(node.input) > 4 and node.input[4]
+                     else np.ones_like(starts))
+            if len(starts) != 1 or int(steps[0]) != 1:
+                raise self.fail(node, "dlib's slice_ crops with step 1 along one axis per node")
+            axis = int(axes[0])
+            dim = shape[axis % rank]
+            begin = int(np.clip(starts[0] + (dim if starts[0] < 0 else 0), 0, dim))
+            end = int(np.clip(ends[0] + (dim if ends[0] < 0 else 0), 0, dim))
+            size = end - begin
+        if rank not in (2, 3, 4) or axis % rank == 0 or size <= 0:
+            raise self.fail(node, f"axis {axis} of a rank-{rank} tensor: dlib's slice_ crops within a sample")
+        dims = list(sample_dims(shape))
+        offsets = [0, 0, 0]
+        d = _dlib_axis(axis, rank) - 1
+        offsets[d], dims[d] = begin, size
+        return (layers.slice_(*offsets, *dims), None, None)
+
+    def _where(self, node, shape):
+        """``Where(mask, fill, x)`` (or ``Where(mask, x, fill)``) with a constant causal mask
+        and a constant fill: dlib's ``tril_``, which keeps ``c <= r + diag`` of every plane."""
+        if len(node.input) != 3 or node.input[0] not in self.consts:
+            raise self.fail(node, "only a constant condition has a dlib layer (tril_)")
+        cond = np.asarray(self.consts[node.input[0]], bool)
+        fill_first = node.input[1] in self.consts
+        fill = np.asarray(self.consts[node.input[1 if fill_first else 2]], np.float64)
+        masked = cond if fill_first else ~cond
+        return self._tril(node, masked, fill, shape)
+
+    def _tril(self, node, masked, fill, shape):
+        """dlib's ``tril_`` setting the ``masked`` elements (broadcast over the planes) to ``fill``."""
+        masked = np.asarray(masked)
+        if len(shape) < 3 or fill.size != 1 or masked.ndim > len(shape) or masked.ndim < 2 \
+                or (masked.ndim == len(shape) and masked.shape[0] != 1):
+            raise self.fail(node, f"a mask of shape {masked.shape} for a tensor {tuple(shape)} with "
+                                  f"{fill.size} fill values: dlib's tril_ masks the planes alike, with one value")
+        masked = masked.reshape(masked.shape[1:]) if masked.ndim == len(shape) else masked
+        nr, nc = shape[-2], shape[-1]
+        planes = np.broadcast_to(masked, tuple(shape[1:])).reshape(-1, nr, nc)
+        if not np.all(planes == planes[:1]):
+            raise self.fail(node, "a mask that differs between planes: dlib's tril_ masks all alike")
+        r, c = np.indices((nr, nc))
+        diag = next((d for d in range(-nr, nc + 1) if np.array_equal(planes[0], c > r + d)), None)
+        value = float(fill.reshape(-1)[0])
+        if diag is None:
+            raise self.fail(node, "a mask that is not the part above a diagonal: dlib's tril_ "
+                                  "keeps c <= r + diag")
+        if value == float("-inf"):
+            return (layers.tril_(diag, layers.neg_infinity_tag), None, None)
+        if value != 0 and value == int(value):
+            return (layers.tril_(diag, None, int(value), 1), None, None)
+        raise self.fail(node, f"fill value {value}: dlib's tril_ fills with -inf or a whole "
+                              f"non-zero number (its fill 0 masks nothing)")
+
     def _step(self, node, shape):
         op, a = node.op_type, self._attrs(node)
         if op in _DROPPED:
@@ -129,6 +280,8 @@ class NodeLayers:
                     w = w.T
             if w.ndim != 2:
                 raise self.fail(node, f"a {w.ndim}-D weight: an fc multiplies by a matrix")
+            if op == "MatMul" and len(shape) in (3, 4):       # over the last axis: dlib's linear
+                return (layers.linear_(w.shape[1]), set_fc, {"weights": w, "bias": None, "bias_of": op})
             bias = None
             if op == "Gemm" and len(node.input) > 2 and node.input[2]:
                 bias = self._const(node, 2, "bias").reshape(-1).astype(np.float32)
@@ -182,6 +335,8 @@ class NodeLayers:
         if op == "Softmax":
             axis = a.get("axis", -1)
             rank = len(shape)
+            if rank in (3, 4) and axis % rank == rank - 1:    # along each row: dlib's softmaxm
+                return (layers.softmax_(layers.PLANE_WISE), None, None)
             if axis % rank != 1 and not (rank == 2 and axis % rank == 1):
                 raise self.fail(node, f"axis {axis} of a rank-{rank} tensor: dlib's softmax runs over "
                                       f"the channels (axis 1)")
@@ -227,6 +382,12 @@ class NodeLayers:
         raise self.fail(node, "no dlib layer computes this op (yet)")
 
 
+def _reshape(dims, to):
+    """The steps that read a sample of ``dims`` in memory order as ``to``: a ``reshape_to``
+    (its values say from and to what, so that the importer joins consecutive ones)."""
+    return [] if dims == to else [(layers.reshape_to_(*to), None, {"from": dims, "to": to})]
+
+
 def pointwise_layer_output(layer, values):
     """What a pointwise dnnpy layer makes of ``values`` (1-D float32)."""
     net = add_layer[layer, input_tensor]()
@@ -270,6 +431,11 @@ def set_bn(d, values):
     _write(d.running_means, values["mean"], "running mean")
     _write(d.running_variances, values["var"], "running variance")
     d.num_updates = d.get_running_stats_window_size()     # a long-trained net's statistics
+
+
+def set_rms_gamma(d, values):
+    """rms_norm's parameters: gamma, one per channel."""
+    _write(d.get_layer_params(), values["gamma"], "gamma")
 
 
 def set_affine(d, values):

@@ -85,9 +85,52 @@ def unet(torch):
     return Net()
 
 
+def transformer(torch, sdpa=False):
+    """A pre-norm transformer block on (N, T, D) sequences, written as small GPT-style models
+    write it: causal multi-head self-attention (heads split per token with view + transpose,
+    the causal mask a registered buffer filled with -inf, or ``sdpa``: torch's
+    scaled_dot_product_attention), an MLP with GELU, residuals, RMS norms written out over
+    each sample (dlib's rms_norm), then a classifier over the flattened sequence."""
+    nn, F = torch.nn, torch.nn.functional
+    T, D, H = 8, 16, 4
+
+    class RMSNorm(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(torch.full((1,), 1.25))
+
+        def forward(self, x):
+            return x * torch.rsqrt(x.pow(2).mean((-2, -1), keepdim=True) + 1e-5) * self.weight
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.n1, self.n2 = RMSNorm(), RMSNorm()
+            self.qkv, self.proj = nn.Linear(D, 3 * D, bias=False), nn.Linear(D, D)
+            self.up, self.down = nn.Linear(D, 4 * D), nn.Linear(4 * D, D)
+            self.head = nn.Linear(T * D, 5)
+            self.register_buffer("causal", torch.tril(torch.ones(T, T)).view(1, 1, T, T))
+
+        def forward(self, x):
+            n = x.shape[0]
+            q, k, v = self.qkv(self.n1(x)).split(D, dim=2)
+            q, k, v = (t.view(n, T, H, D // H).transpose(1, 2) for t in (q, k, v))
+            if sdpa:
+                y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            else:
+                a = (q @ k.transpose(-2, -1)) * (D // H) ** -0.5
+                y = a.masked_fill(self.causal == 0, float("-inf")).softmax(dim=-1) @ v
+            x = x + self.proj(y.transpose(1, 2).reshape(n, T, D))
+            x = x + self.down(F.gelu(self.up(self.n2(x))))
+            return self.head(x.flatten(1))
+
+    return Net()
+
+
 # name: (maker, input shape, batch norm kept as BatchNormalization nodes)
 MODELS = {"lenet": (lenet, (1, 28, 28), True), "resnet": (resnet, (3, 16, 16), True),
-          "inception": (inception, (3, 8, 8), False), "unet": (unet, (3, 8, 8), False)}
+          "inception": (inception, (3, 8, 8), False), "unet": (unet, (3, 8, 8), False),
+          "transformer": (transformer, (8, 16), False)}
 
 
 def onnx_bytes(torch, name, seed=0):

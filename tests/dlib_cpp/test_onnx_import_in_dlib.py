@@ -2,11 +2,14 @@
 dlib's C++ (compiled from its sdist, opt-in with the parity suite: ``python -m pytest -q -m
 dlib_cpp``) and give onnxruntime's outputs.
 
-Four torch-exported models (``onnx_models.py``): LeNet; a ResNet with identity and
+Five torch-exported models (``onnx_models.py``): LeNet; a ResNet with identity and
 downsampling blocks and batch norm (dnnpy's ``affine``, whose mode travels in the file); an
 inception-style block (three branches concatenated) with bilinear resizes (``upsample``,
 ``resize_to``); a U-Net (blocks within blocks: each decoder concat's branch holds the next
-one, a residual in the bottleneck), whose inner blocks take other tag ids.
+one, a residual in the bottleneck), whose inner blocks take other tag ids; a transformer
+block (causal multi-head attention as dlib's multm_prev, softmaxm and tril_mask, the heads
+split by reshape_to and transpose; linear, rms_norm, gelu, residuals) on (N, T, D) sequences,
+which dlib reads as (N, 1, T, D).
 ``onnx_import.cpp`` declares their types exactly as dnnpy prints them (checked first), reads
 the ``.dat`` files ``dnnpy import`` wrote, and writes the scores below the loss layer for a
 random batch. Tolerance: ``|dlib - ort| <= 2**-14 * max(1, max|ort|)`` (the parity suite's
@@ -26,6 +29,7 @@ import pytest
 from dnnpy import cli
 from dnnpy.cpp import cpp_type
 from dnnpy.onnx import import_model
+from dnnpy.onnx.layer_mapping import sample_dims
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -57,7 +61,8 @@ def test_imported_onnx_models_run_in_dlib(name, program, tmp_path, capsys):
     shape = onnx_models.MODELS[name][1]
     x = np.random.default_rng(5).standard_normal((3,) + shape).astype(np.float32)
     inp, out = tmp_path / "in.bin", tmp_path / "out.bin"
-    inp.write_bytes(np.array(x.shape, "<i4").tobytes() + x.tobytes())
+    dims = (len(x),) + sample_dims(x.shape)             # a sequence (N, T, D) is dlib's (N, 1, T, D)
+    inp.write_bytes(np.array(dims, "<i4").tobytes() + x.tobytes())
     subprocess.run([program, name, str(dat), str(inp), str(out)], check=True, timeout=120)
     raw = out.read_bytes()
     dims = np.frombuffer(raw[:16], "<i4")
