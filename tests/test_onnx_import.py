@@ -528,3 +528,29 @@ def test_an_additive_mask_and_slices_read_as_tril_and_slice():
     assert "tril[1, neg_infinity_tag, " in text or "tril_[1" in text or "tril" in text
     assert "slice[0, 0, 16, 1, 8, 16, " in text and "slice[0, 0, 0, 1, 8, 16, " in text
     _close(net(x[:, None]), _run(data, x))
+
+
+def test_dnnpy_attention_exports_read_back():
+    """dnnpy's own export of an attention block (dlib's slm_advanced layout: linear_no_bias,
+    reshape_to, transpose, multm_prev, tril_mask, softmaxm, rms_norm) reads back to the same
+    layers in the same order and equal outputs; the tag ids may differ (ONNX keeps no tags:
+    the importer numbers its own)."""
+    T, D, H = 6, 8, 2
+
+    def qkv(s):
+        return dnnpy.reshape_to[H, T, D // H, dnnpy.linear_no_bias[D, s]]
+
+    inner = dnnpy.tag2[qkv(dnnpy.tag1[dnnpy.rms_norm[dnnpy.tag4[dnnpy.input_tensor]]])]
+    inner = dnnpy.tag3[dnnpy.transpose[qkv(dnnpy.skip1[inner])]]
+    inner = dnnpy.multm_prev3[qkv(dnnpy.skip1[inner])]
+    net = dnnpy.add_prev4[dnnpy.linear[D, dnnpy.reshape_to[1, T, D, dnnpy.multm_prev2[
+        dnnpy.softmaxm[dnnpy.tril_mask[inner]]]]]]()
+    x = np.random.default_rng(17).standard_normal((2, 1, T, D)).astype(np.float32)
+    ours = np.asarray(net(x))
+    back = import_model(export_bytes(net, (1, T, D)))
+    _close(back(x), ours)
+
+    def layers_of(t):
+        return re.sub(r"\b(tag|skip)\d+\[|\b(add_prev|multm_prev)\d+|\]", r"\2", repr(t))
+
+    assert layers_of(back.net_type) == layers_of(net.net_type)
