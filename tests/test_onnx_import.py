@@ -554,3 +554,16 @@ def test_dnnpy_attention_exports_read_back():
         return re.sub(r"\b(tag|skip)\d+\[|\b(add_prev|multm_prev)\d+|\]", r"\2", repr(t))
 
     assert layers_of(back.net_type) == layers_of(net.net_type)
+
+
+@pytest.mark.parametrize("opset", [17, 20])
+def test_gelu_reads_back_at_every_opset(opset):
+    """dnnpy writes gelu as erf nodes before opset 20 and as one Gelu node from 20 on; both
+    read back as gelu."""
+    net = dnnpy.gelu[dnnpy.fc[4, dnnpy.input_tensor]]()
+    x = np.random.default_rng(18).standard_normal((2, 3, 1, 1)).astype(np.float32)
+    ours = np.asarray(net(x))
+    data = export_bytes(net, (3, 1, 1), opset=opset)
+    back = import_model(data)
+    assert repr(back.net_type) == "gelu[fc[4, input_tensor]]"
+    _close(back(x), ours)

@@ -10,7 +10,7 @@ dlib's concat2..5), blocks within blocks included (the inner ones take other tag
 (``layer_mapping.py``: one node as one layer): Conv (one group, no dilation, symmetric
 padding), ConvTranspose (one group, no output padding), Gemm and MatMul (+ a constant Add: the
 bias) as ``fc``, BatchNormalization as ``affine`` (its inference form), Relu, LeakyRelu, PRelu (one
-slope), Elu, Sigmoid, Tanh, Clip (0 .. ceiling), Mish, Softmax (over the channels), MaxPool and
+slope), Elu, Gelu (erf), Sigmoid, Tanh, Clip (0 .. ceiling), Mish, Softmax (over the channels), MaxPool and
 AveragePool (symmetric padding; an average excludes the padding, as dlib's), GlobalAveragePool,
 GlobalMaxPool, Resize (bilinear, corners aligned: ``upsample`` or ``resize_to``), Flatten and
 Reshape before an fc (dlib's fc flattens), Dropout and Identity (dropped).

@@ -317,6 +317,10 @@ class NodeLayers:
         simple = {"Relu": layers.relu_, "Sigmoid": layers.sig_, "Tanh": layers.htan_, "Mish": layers.mish_}
         if op in simple:
             return (simple[op](), None, None)
+        if op == "Gelu":                                   # opset 20's single node
+            if a.get("approximate", b"none") not in (b"none", "none"):
+                raise self.fail(node, "approximate='tanh': dlib's gelu is the erf form")
+            return (layers.gelu_(), None, None)
         if op == "LeakyRelu":
             return (layers.leaky_relu_(a.get("alpha", 0.01)), None, None)
         if op == "Elu":
