@@ -567,3 +567,24 @@ def test_gelu_reads_back_at_every_opset(opset):
     back = import_model(data)
     assert repr(back.net_type) == "gelu[fc[4, input_tensor]]"
     _close(back(x), ours)
+
+
+def test_dynamic_sizes_and_external_weights_are_refused():
+    """An input whose size the graph leaves open (only the batch may be), and weights kept in
+    external data files (not in the bytes given), are refused naming what to do."""
+    relu = helper.make_node("Relu", ["x"], ["y"])
+    graph = helper.make_graph([relu], "g", [helper.make_tensor_value_info("x", 1, ["N", 3, "H", "W"])],
+                              [helper.make_tensor_value_info("y", 1, None)])
+    data = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    with pytest.raises(onnx_import_error, match=r"the input 'x' has shape \(None, 3, None, None\).*every dimension but N fixed"):
+        import_model(data)
+    w = numpy_helper.from_array(np.ones((3, 2, 3, 3), np.float32), "w")
+    w.ClearField("raw_data")
+    w.data_location = onnx.TensorProto.EXTERNAL
+    w.external_data.add(key="location", value="weights.bin")
+    conv = helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])
+    graph = helper.make_graph([conv], "g", [helper.make_tensor_value_info("x", 1, [1, 2, 6, 6])],
+                              [helper.make_tensor_value_info("y", 1, None)], [w])
+    data = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    with pytest.raises(onnx_import_error, match="external data files"):
+        import_model(data)
