@@ -441,29 +441,39 @@ def test_torch_transformer_block_equals_onnxruntime(sdpa):
     _close(net(x[:, None]), _run(data, x))
 
 
-def _transposed(perm, shape):
-    """A graph of one Transpose of an input of ``shape``."""
+def _transposed(perm, shape, flat=False):
+    """A graph of one Transpose of an input of ``shape`` (``flat``: of the input (N, features)
+    reshaped to ``shape`` first)."""
     out = tuple(shape[p] for p in perm)
+    nodes = [helper.make_node("Transpose", ["r" if flat else "x"], ["y"], perm=list(perm))]
+    inits = []
+    if flat:
+        nodes.insert(0, helper.make_node("Reshape", ["x", "s"], ["r"]))
+        inits = [numpy_helper.from_array(np.array(shape, np.int64), "s")]
+    given = (shape[0], int(np.prod(shape[1:]))) if flat else shape
     return helper.make_model(helper.make_graph(
-        [helper.make_node("Transpose", ["x"], ["y"], perm=list(perm))], "t",
-        [helper.make_tensor_value_info("x", 1, shape)], [helper.make_tensor_value_info("y", 1, out)]),
-        opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+        nodes, "t", [helper.make_tensor_value_info("x", 1, given)], [helper.make_tensor_value_info("y", 1, out)],
+        inits), opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
 
 
+@pytest.mark.parametrize("flat", [False, True], ids=["alone", "after-reshape"])
 @pytest.mark.parametrize("perm", [(0, 1, 2, 3), (0, 1, 3, 2), (0, 2, 1, 3), (0, 2, 3, 1), (0, 3, 1, 2),
                                   (0, 3, 2, 1), (0, 2, 1)])
-def test_every_transpose_within_a_sample_is_dlibs_transpose_and_reshape_to(perm):
+def test_every_transpose_within_a_sample_is_dlibs_transpose_and_reshape_to(perm, flat):
+    """Each order of a sample's axes, alone and after a Reshape (which joins the first
+    reshape_to of the way that starts with one: both ways of the orders that have two)."""
     shape = (2, 3, 4, 5)[:len(perm)]
-    data = _transposed(perm, shape)
+    data = _transposed(perm, shape, flat)
     x = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
-    if perm == tuple(range(len(perm))):
+    given = x.reshape(len(x), -1, 1, 1) if flat else x if len(shape) == 4 else x[:, None]
+    if perm == tuple(range(len(perm))) and not flat:
         with pytest.raises(onnx_import_error, match="computes nothing a dlib layer holds"):
             import_model(data)
         return
     net = import_model(data)
     assert set(re.findall(r"[a-z_]+(?=\[)", repr(net.net_type))) <= {"transpose", "reshape_to"}
     want = x.transpose(perm)
-    assert np.array_equal(np.asarray(net(x if len(shape) == 4 else x[:, None])).reshape(want.shape), want)
+    assert np.array_equal(np.asarray(net(given)).reshape(want.shape), want)
     with pytest.raises(onnx_import_error, match="batch axis stays first"):
         import_model(_transposed((1, 0, 2, 3), (2, 2, 4, 5)))
 

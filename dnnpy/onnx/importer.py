@@ -142,6 +142,13 @@ def _joined(steps, step):
     return steps + [step]
 
 
+def _joined_all(steps, layer_steps):
+    """``steps`` with the layers ``layer_steps`` (``(layer, setter, values)``) joined on."""
+    for step in layer_steps:
+        steps = _joined(steps, ("layer",) + step)
+    return steps
+
+
 class _Importer(NodeLayers):
     """The walk from the graph's input along its chain of nodes."""
 
@@ -395,9 +402,11 @@ class _Importer(NodeLayers):
         if node.op_type == "Pad":
             self._check_add_padding(node)
             return steps                 # dlib's add_prev zero-pads the smaller input itself
-        for step in self._layers(node, shape, output or node.output[0]):
-            steps = _joined(steps, ("layer",) + step)
-        return steps
+        if node.op_type == "Transpose":      # the way that joins best with the steps before
+            ways = [_joined_all(steps, way) for way in self.transpose_ways(node, shape)]
+            # (of equal ones, the way ending with a reshape_to: a Reshape after it joins it)
+            return min(ways, key=lambda w: (len(w), not (w and isinstance(w[-1][1], layers.reshape_to_))))
+        return _joined_all(steps, self._layers(node, shape, output or node.output[0]))
 
     def _is_mask(self, node):
         """For an Add of a constant of 0s and -infs (an attention mask): (the -inf places, -inf)."""

@@ -43,16 +43,20 @@ def _dlib_axis(axis, rank):
 
 
 # dlib's layers that reorder a sample (k, nr, nc): transpose_ swaps nr and nc; a reshape_to
-# reads a sample in memory order. Every reordering of the three axes is some of both:
-# (the output's axes as the input's; "T": transpose_, a tuple: reshape_to to those of the
-# input's axes, each a product of them)
+# reads a sample in memory order. Every reordering of the three axes is some of both, in one
+# or two ways (the output's axes as the input's -> ways; a way's steps: "T" a transpose_, a
+# tuple a reshape_to to those of the input's axes, each a product of them). Of two ways, one
+# starts with a reshape (which joins a Reshape before it: a head split), one ends with one
+# (which joins a Reshape after it: the heads joined again).
 _PERMUTATIONS = {
-    (0, 1, 2): [],
-    (0, 2, 1): ["T"],
-    (1, 0, 2): [((), (0,), (1, 2)), "T", ((1,), (2,), (0,)), "T"],
-    (1, 2, 0): [((), (0,), (1, 2)), "T", ((1,), (2,), (0,))],
-    (2, 0, 1): [((), (0, 1), (2,)), "T", ((2,), (0,), (1,))],
-    (2, 1, 0): [((), (0, 1), (2,)), "T", ((2,), (0,), (1,)), "T"],
+    (0, 1, 2): [[]],
+    (0, 2, 1): [["T"]],
+    (1, 0, 2): [[((), (0,), (1, 2)), "T", ((1,), (2,), (0,)), "T"],
+                ["T", ((), (0, 2), (1,)), "T", ((1,), (0,), (2,))]],
+    (1, 2, 0): [[((), (0,), (1, 2)), "T", ((1,), (2,), (0,))]],
+    (2, 0, 1): [[((), (0, 1), (2,)), "T", ((2,), (0,), (1,))]],
+    (2, 1, 0): [[((), (0, 1), (2,)), "T", ((2,), (0,), (1,)), "T"],
+                ["T", ((), (0,), (2, 1)), "T", ((2,), (1,), (0,))]],
 }
 
 
@@ -154,7 +158,7 @@ class NodeLayers:
         from a tensor of ``shape``: none for a dropped node, several for a Transpose."""
         op = node.op_type
         if op == "Transpose":
-            return self._transpose(node, shape)
+            return self.transpose_ways(node, shape)[0]
         if op in ("Split", "Slice"):
             return [self._crop(node, shape, output)]
         if op == "Reshape" and len(self.shapes.get(output, ())) in (3, 4):
@@ -167,8 +171,10 @@ class NodeLayers:
         step = self._step(node, shape)
         return [] if step is None else [step]
 
-    def _transpose(self, node, shape):
-        """A Transpose keeping the batch first: dlib's transpose_ and reshape_to in turn."""
+    def transpose_ways(self, node, shape):
+        """A Transpose keeping the batch first as dlib's transpose_ and reshape_to: the one or
+        two ways of steps that do it (see ``_PERMUTATIONS``; the importer keeps the shorter
+        once joined with the steps around it)."""
         rank = len(shape)
         perm = list(self._attrs(node).get("perm", range(rank - 1, -1, -1)))
         if rank not in (2, 3, 4) or perm[0] != 0:
@@ -178,16 +184,19 @@ class NodeLayers:
         # (a sequence's k and a matrix's nr, nc are 1 and stay where they are)
         order = [0] + axes if rank == 3 else axes + [1, 2][:3 - len(axes)]
         dims = sample_dims(shape)
-        steps, now = [], dims
-        for step in _PERMUTATIONS[tuple(order)]:
-            if step == "T":
-                steps.append((layers.transpose_(), None, None))
-                now = (now[0], now[2], now[1])
-                continue
-            to = tuple(int(np.prod([dims[i] for i in group])) for group in step)
-            steps += _reshape(now, to)
-            now = to
-        return steps
+        ways = []
+        for way in _PERMUTATIONS[tuple(order)]:
+            steps, now = [], dims
+            for step in way:
+                if step == "T":
+                    steps.append((layers.transpose_(), None, None))
+                    now = (now[0], now[2], now[1])
+                    continue
+                to = tuple(int(np.prod([dims[i] for i in group])) for group in step)
+                steps += _reshape(now, to)
+                now = to
+            ways.append(steps)
+        return ways
 
     def _crop(self, node, shape, output):
         """A Split output, or a Slice with step 1 along one axis, as dlib's ``slice_``."""
