@@ -167,8 +167,9 @@ def test_layout_variable_is_checked(monkeypatch):
 
 
 def test_auto_layout_is_a_fixed_rule(monkeypatch):
-    # plain (gemm) where a pass writes fewer than FEW_CHANNELS channels, any elsewhere: the
-    # same layouts, hence the same rounding, in every run
+    # plain (gemm) where a data gradient writes fewer than FEW_CHANNELS channels, any
+    # elsewhere (a forward writing few channels too): the same layouts, hence the same
+    # rounding, in every run
     monkeypatch.setenv(oc.LAYOUT_ENV, "auto")
     oc.clear_cache()
     x, f = _tensor(np.ones((2, 3, 9, 9), np.float32)), _tensor(np.ones((16, 3, 3, 3), np.float32))
@@ -179,6 +180,11 @@ def test_auto_layout_is_a_fixed_rule(monkeypatch):
     chosen = oc.chosen_layouts()
     assert chosen[("conv forward", geom)] == "any"          # writes 16 channels
     assert chosen[("conv backward data", geom)] == "plain"  # writes 3 channels
+    few = (2, 16, 9, 9, 3, 3, 3, 4, 4, 2, 2, 0, 0)
+    x16, f3, y3 = (_tensor(np.ones(s, np.float32)) for s in ((2, 16, 9, 9), (3, 16, 3, 3), (2, 3, 4, 4)))
+    assert oc.conv_forward(False, y3, x16, f3, 2, 2, 0, 0)
+    assert (y3.host() == 144).all()
+    assert oc.chosen_layouts()[("conv forward", few)] == "any"   # writes 3 channels, still any
 
 
 def test_auto_takes_any_for_many_channels(monkeypatch):

@@ -19,11 +19,13 @@ Layout, per pass and geometry, chosen once and cached like cuDNN's algorithm cac
   prepared object and the results reordered back (``add_to_output`` is then a ``sum``
   post-op on that reorder, free).
 
-``DNNPY_ONEDNN_LAYOUT=any|plain|auto`` (default ``auto``) forces one. Measured, ``any`` wins by 1.3-4x everywhere except where a pass *writes* a side of
-few channels (a 3-channel data gradient, a 3-channel transposed-conv output), where ``plain``
-(gemm) wins by ~2x. So ``auto`` is a fixed rule, not a timing: ``plain`` when the pass's
-output has fewer than ``FEW_CHANNELS`` channels (the forward's K, the data gradient's C),
-``any`` otherwise, and the other layout when oneDNN refuses the first. A rule keeps results
+``DNNPY_ONEDNN_LAYOUT=any|plain|auto`` (default ``auto``) forces one. Measured (2 threads,
+AVX-512, oneDNN 3.2), ``any`` wins by 1.3-4x everywhere, forwards writing 1 to 6 channels
+included (LeNet's first layer: 0.7 against 1.0-1.6 ms), except the data gradient that
+*writes* few channels (a 1- to 6-channel data gradient, a 3-channel transposed-conv output),
+where ``plain`` (gemm) wins by 1.3-7x; from 8 channels on ``any`` wins there too. So ``auto``
+is a fixed rule, not a timing: ``plain`` for a data gradient of fewer than ``FEW_CHANNELS``
+channels, ``any`` otherwise, and the other layout when oneDNN refuses the first. A rule keeps results
 reproducible from run to run (timing both, tried first, picked by the machine's load, and
 the two layouts round differently).
 
@@ -279,8 +281,7 @@ def _build(kind, geom, flags, layout):
 def _choose(kind, geom, flags):
     """``(layout, op)`` for a geometry met first, by the rule in the module docstring (op
     None when oneDNN refuses both layouts)."""
-    out_channels = {_FWD: geom[4], _BWD_DATA: geom[1]}.get(kind)
-    first = "plain" if out_channels is not None and out_channels < FEW_CHANNELS else "any"
+    first = "plain" if kind == _BWD_DATA and geom[1] < FEW_CHANNELS else "any"
     second = "any" if first == "plain" else "plain"
     op = _try_build(kind, geom, flags, first)
     winner = first
