@@ -196,6 +196,22 @@ class net_node:
         (a ``read_only_view``, valid until the next backward pass)."""
         return self._subnet.get_final_data_gradient()
 
+    def set_final_data_gradient_wanted(self, wanted: bool):
+        """Whether backward passes compute the gradient with respect to the net's input
+        (default True, as dlib). ``dnn_trainer`` turns it off during its steps, which never
+        read it (PyTorch likewise skips the gradient of an input that requires none): the
+        layers on the input (con, cont, fc, linear) then skip their data gradient, and
+        ``get_final_data_gradient()`` says it was not computed."""
+        self.input_node().set_final_data_gradient_wanted(wanted)
+
+    def final_data_gradient_wanted(self) -> bool:
+        """See ``set_final_data_gradient_wanted``."""
+        return self.input_node().final_data_gradient_wanted()
+
+    def _gradient_wanted(self):
+        """Whether a layer above this node must write its data gradient here."""
+        return True
+
     def set_gradient_inputs_to_zero(self):
         """Mark every gradient input of the net stale (zeroed at its next use)."""
         self._subnet.set_gradient_inputs_to_zero()
@@ -289,6 +305,12 @@ class subnet_wrapper:
         False the layer must assign every element of the tensor (it is not zeroed)."""
         return self._node._private_get_gradient_input_target()
 
+    def gradient_wanted(self) -> bool:
+        """Whether anything reads the data gradient the layer would write here: False only
+        for a net's input whose final data gradient is not wanted
+        (``set_final_data_gradient_wanted``)."""
+        return self._node._gradient_wanted()
+
     def subnet(self):
         return self._node.subnet()
 
@@ -341,6 +363,10 @@ class input_node(net_node):
         # what a tag on repeat's input writes as its cached_output (dlib keeps there what it
         # last read from a file; serialization/net.py)
         self._file_output = None
+        # set_final_data_gradient_wanted(False) (dnn_trainer's steps): the layers on the input
+        # skip their data gradient; _grad_missing says the last backward pass left none
+        self._wants_gradient = True
+        self._grad_missing = False
 
     def input_layer(self):
         return self._input_layer
@@ -446,7 +472,22 @@ class input_node(net_node):
         return self._private_get_gradient_input()
 
     def get_final_data_gradient(self):
+        if self._grad_missing:
+            raise ValueError("get_final_data_gradient: the last backward pass did not compute the "
+                             "gradient with respect to the input: dnn_trainer's steps skip it (they "
+                             "never read it). For it, run net.forward(x) then "
+                             "net.back_propagate_error(x) yourself (with "
+                             "set_final_data_gradient_wanted(True), the default)")
         return read_only_view(self.grad_final, "the data gradient (get_final_data_gradient)")
+
+    def set_final_data_gradient_wanted(self, wanted):
+        self._wants_gradient = bool(wanted)
+
+    def final_data_gradient_wanted(self):
+        return self._wants_gradient
+
+    def _gradient_wanted(self):
+        return self._wants_gradient
 
     def _backward(self, x, gradient_input=None, zero_grads=True):
         if gradient_input is not None:
@@ -457,8 +498,11 @@ class input_node(net_node):
         # dlib's bottom add_layer zeroes grad_final (shaped as x) at the start of every
         # backward pass, whatever zero_grads says: a layer that sends no gradient to its
         # input (embeddings_) leaves zeros of x's shape
-        if self._grad_stale and self._x is not None:
+        wrote = not self._grad_stale
+        if self._grad_stale and self._x is not None and self._wants_gradient:
             self._private_get_gradient_input()
+            wrote = True
+        self._grad_missing = not wrote
         self._grad_stale = True
 
     def _disable_getters(self):
@@ -472,6 +516,7 @@ class input_node(net_node):
         self.grad_final.clear()
         self._x = None
         self._file_output = None
+        self._grad_missing = False
         if not self._tagged:  # dlib's tag on the input keeps its stale flag
             self._grad_stale = True
 

@@ -65,6 +65,15 @@ def gradient_input_target(sub):
     return get() if get is not None else (sub.get_gradient_input(), True)
 
 
+def data_gradient_wanted(sub):
+    """Whether anything reads the data gradient a layer would write into ``sub``: False only
+    on the input of a net whose final data gradient is not wanted (``dnn_trainer``'s steps,
+    ``set_final_data_gradient_wanted``); a stand-in without ``gradient_wanted`` (a user's,
+    ``test_layer``'s) wants it."""
+    wanted = getattr(sub, "gradient_wanted", None)
+    return wanted is None or wanted()
+
+
 def check_int(layer_name, name, value, minimum=None):
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{layer_name}: {name} must be an integer, got {value!r}")

@@ -16,8 +16,8 @@ from ..templates import layer_template
 from ._serial import (check_fits, expect_same, read_alias, read_multipliers, write_alias,
                       write_multipliers)
 from ._window import sliding_window
-from .base import (check_int, computational_layer, gradient_input_target, randomize_parameters,
-                   with_multipliers)
+from .base import (check_int, computational_layer, data_gradient_wanted, gradient_input_target,
+                   randomize_parameters, with_multipliers)
 
 __all__ = ["con_", "cont_", "con", "cont", "num_con_outputs"]
 
@@ -286,9 +286,10 @@ class con_(_conv_base):
         self._conv(False, output, x, filt, biases, self.use_relu)
 
     def backward(self, gradient_input, sub, params_grad):
-        data_grad, add_to = gradient_input_target(sub)
-        self._conv.get_gradient_for_data(add_to, gradient_input, self.filters(self.params, 0),
-                                         data_grad)
+        if data_gradient_wanted(sub):       # (not on a trainer's input: nothing reads it)
+            data_grad, add_to = gradient_input_target(sub)
+            self._conv.get_gradient_for_data(add_to, gradient_input, self.filters(self.params, 0),
+                                             data_grad)
         # dlib skips the parameter gradient when it would not be used
         if self.learning_rate_multiplier != 0:
             # the bias gradient comes from the same call (sum of gradient_input per filter)
@@ -361,8 +362,9 @@ class cont_(_conv_base):
             tt.add(1, output, 1, self.biases(self.params, self.filters.size()))
 
     def backward(self, gradient_input, sub, params_grad):
-        data_grad, add_to = gradient_input_target(sub)
-        self._conv(add_to, data_grad, gradient_input, self.filters(self.params, 0))
+        if data_gradient_wanted(sub):       # (not on a trainer's input: nothing reads it)
+            data_grad, add_to = gradient_input_target(sub)
+            self._conv(add_to, data_grad, gradient_input, self.filters(self.params, 0))
         if self.learning_rate_multiplier != 0:
             self._conv.get_gradient_for_filters(False, sub.get_output(), gradient_input,
                                                 self.filters(params_grad, 0))

@@ -11,7 +11,7 @@ from ..printing import cpp_num, xml_matrix
 from ..templates import layer_template
 from ._dense import dense_base
 from ._serial import read_multipliers, write_multipliers
-from .base import check_int, gradient_input_target, with_multipliers
+from .base import check_int, data_gradient_wanted, gradient_input_target, with_multipliers
 
 __all__ = ["fc_", "fc", "fc_no_bias", "FC_HAS_BIAS", "FC_NO_BIAS", "num_fc_outputs"]
 
@@ -77,9 +77,10 @@ class fc_(dense_base, with_multipliers):
             tt.gemm(0, self.weights(params_grad, 0), 1, sub.get_output(), True, gradient_input, False)
             if self._has_bias():
                 tt.assign_bias_gradient(self.biases(params_grad, self.weights.size()), gradient_input)
-        data_grad, add_to = gradient_input_target(sub)
-        tt.gemm(1 if add_to else 0, data_grad, 1, gradient_input, False, self.weights(self.params, 0),
-                True)
+        if data_gradient_wanted(sub):       # (not on a trainer's input: nothing reads it)
+            data_grad, add_to = gradient_input_target(sub)
+            tt.gemm(1 if add_to else 0, data_grad, 1, gradient_input, False,
+                    self.weights(self.params, 0), True)
 
     def serialize(self, w):
         """dlib's "fc_3": num_outputs, num_inputs (unsigned), params, the weights and biases

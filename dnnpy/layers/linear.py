@@ -14,6 +14,7 @@ from ..printing import cpp_num, xml_matrix, xml_num
 from ..tensor import alias_tensor
 from ..templates import layer_template
 from ._dense import dense_base
+from .base import data_gradient_wanted
 
 __all__ = ["linear_", "linear", "linear_no_bias", "LINEAR_HAS_BIAS", "LINEAR_NO_BIAS"]
 
@@ -65,8 +66,9 @@ class linear_(dense_base):
             tt.gemm(0, self.weights(params_grad, 0), self.learning_rate_multiplier, x, True, gi, False)
             if self._has_bias():
                 tt.assign_bias_gradient(self.biases(params_grad, self.weights.size()), gi)
-        sgi = self._rows(sub.get_gradient_input(), self.num_inputs)
-        tt.gemm(1, sgi, 1, gi, False, self.weights(self.params, 0), True)
+        if data_gradient_wanted(sub):       # (not on a trainer's input: nothing reads it)
+            sgi = self._rows(sub.get_gradient_input(), self.num_inputs)
+            tt.gemm(1, sgi, 1, gi, False, self.weights(self.params, 0), True)
 
     def map_input_to_output(self, p):
         return tuple(p)

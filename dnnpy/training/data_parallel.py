@@ -174,7 +174,17 @@ class replica_group:
     def compute_parameter_gradients(self, data, labels, n, where, convert):
         """Forward and backward on this rank's chunk of the mini-batch; afterwards every
         rank's parameter gradients are those of the whole mini-batch. Returns the loss of the
-        whole mini-batch (the same value on every rank)."""
+        whole mini-batch (the same value on every rank). The gradient with respect to the
+        net's input, which a step never reads, is not computed
+        (``set_final_data_gradient_wanted``)."""
+        wanted = self._net.final_data_gradient_wanted()
+        self._net.set_final_data_gradient_wanted(False)
+        try:
+            return self._parameter_gradients(data, labels, n, where, convert)
+        finally:
+            self._net.set_final_data_gradient_wanted(wanted)
+
+    def _parameter_gradients(self, data, labels, n, where, convert):
         if self.size == 1:
             return self._net.compute_parameter_gradients(convert(data, labels, where), labels)
         lo, hi = _dist.chunk_bounds(n, self.size, self.rank)
