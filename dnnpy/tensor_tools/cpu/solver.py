@@ -4,54 +4,75 @@ from __future__ import annotations
 
 import numpy as np
 from .._twins import twin_ops
+from ._common import scratch
 
 __all__ = twin_ops("solver")
+
+
+# elements per block: a block's two temporaries (1 MB each, this thread's scratch, reused)
+# stay in the L2 cache, where whole-range temporaries (tens of MB for a large layer) cost
+# fresh pages and a trip to memory each. Measured on 5.5 M parameters (2 MB L2): sgd 8.4 ->
+# 3.8 ms, adam 15.7 -> 10.0; blocks of 2**15 gave 4.9 and 11.8, 2**20 4.0 and 10.7
+_BLOCK = 1 << 18
 
 
 def _flat(t, write=False):
     return (t.host() if write else t.host_read()).reshape(-1)
 
 
+def _blocks(begin, end):
+    for b in range(begin, end, _BLOCK):
+        yield slice(b, min(b + _BLOCK, end))
+
+
 def affine_transform_range(begin, end, dest, src1, src2, src3, A, B, C):
     if begin == end:
         return
-    r = slice(begin, end)
-    s1, s2, s3 = _flat(src1)[r], _flat(src2)[r], _flat(src3)[r]
+    s1, s2, s3, d = _flat(src1), _flat(src2), _flat(src3), _flat(dest, True)
     dt = s1.dtype.type
-    # (A*s1 + B*s2) + C*s3 in that order, as dlib; the B and C terms are formed before dest
-    # is written, since dest may be any of the sources (the solvers pass dest = src1)
-    b = np.multiply(s2, dt(B))
-    c = np.multiply(s3, dt(C))
-    d = _flat(dest, True)[r]
-    np.multiply(s1, dt(A), out=d)
-    d += b
-    d += c
+    A, B, C = dt(A), dt(B), dt(C)
+    size = min(_BLOCK, end - begin)
+    tb, tc = scratch("solver.b", (size,), s1.dtype), scratch("solver.c", (size,), s1.dtype)
+    for r in _blocks(begin, end):
+        b, c = tb[:r.stop - r.start], tc[:r.stop - r.start]
+        # (A*s1 + B*s2) + C*s3 in that order, as dlib; the B and C terms are formed before
+        # dest is written, since dest may be any of the sources (the solvers pass dest = src1)
+        np.multiply(s2[r], B, out=b)
+        np.multiply(s3[r], C, out=c)
+        out = d[r]
+        np.multiply(s1[r], A, out=out)
+        out += b
+        out += c
 
 
 def compute_adam_update(begin, end, s, m, v, t, learning_rate, weight_decay, momentum1, momentum2,
                         params, params_grad):
     if begin == end:
         return
-    r = slice(begin, end)
-    p = _flat(params)[r]
+    p, pg = _flat(params), _flat(params_grad)
+    mf, vf, sf = _flat(m, True), _flat(v, True), _flat(s, True)
     dt = p.dtype.type
     alpha = dt(learning_rate * np.sqrt(1 - momentum2 ** t) / (1 - momentum1 ** t))
-    b1, b2 = dt(momentum1), dt(momentum2)
-    # dlib's expressions, evaluated in the same order with in-place steps (same bits):
-    # g = wd*p + pg; m = b1*m + (1-b1)*g; v = b2*v + ((1-b2)*g)*g; s = (-alpha*m)/(sqrt(v)+eps)
-    g = np.multiply(p, dt(weight_decay))
-    g += _flat(params_grad)[r]
-    tmp = np.multiply(g, 1 - b1)
-    mm = _flat(m, True)[r]
-    mm *= b1
-    mm += tmp
-    np.multiply(g, 1 - b2, out=tmp)
-    tmp *= g
-    vv = _flat(v, True)[r]
-    vv *= b2
-    vv += tmp
-    np.sqrt(vv, out=tmp)
-    tmp += dt(1e-8)
-    ss = _flat(s, True)[r]
-    np.multiply(mm, -alpha, out=ss)
-    ss /= tmp
+    b1, b2, wd = dt(momentum1), dt(momentum2), dt(weight_decay)
+    size = min(_BLOCK, end - begin)
+    g_block, t_block = scratch("solver.b", (size,), p.dtype), scratch("solver.c", (size,), p.dtype)
+    for r in _blocks(begin, end):
+        g, tmp = g_block[:r.stop - r.start], t_block[:r.stop - r.start]
+        # dlib's expressions, evaluated in the same order with in-place steps (same bits):
+        # g = wd*p + pg; m = b1*m + (1-b1)*g; v = b2*v + ((1-b2)*g)*g; s = (-alpha*m)/(sqrt(v)+eps)
+        np.multiply(p[r], wd, out=g)
+        g += pg[r]
+        np.multiply(g, 1 - b1, out=tmp)
+        mm = mf[r]
+        mm *= b1
+        mm += tmp
+        np.multiply(g, 1 - b2, out=tmp)
+        tmp *= g
+        vv = vf[r]
+        vv *= b2
+        vv += tmp
+        np.sqrt(vv, out=tmp)
+        tmp += dt(1e-8)
+        ss = sf[r]
+        np.multiply(mm, -alpha, out=ss)
+        ss /= tmp
