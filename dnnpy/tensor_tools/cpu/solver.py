@@ -20,9 +20,13 @@ def _flat(t, write=False):
     return (t.host() if write else t.host_read()).reshape(-1)
 
 
-def _blocks(begin, end):
-    for b in range(begin, end, _BLOCK):
-        yield slice(b, min(b + _BLOCK, end))
+def _blocks(begin, end, dtype):
+    """``(slice, t1, t2)`` for each block of ``[begin, end)``: two scratch arrays of its length."""
+    size = min(_BLOCK, end - begin)
+    t1, t2 = scratch("solver.t1", (size,), dtype), scratch("solver.t2", (size,), dtype)
+    for start in range(begin, end, _BLOCK):
+        r = slice(start, min(start + _BLOCK, end))
+        yield r, t1[:r.stop - start], t2[:r.stop - start]
 
 
 def affine_transform_range(begin, end, dest, src1, src2, src3, A, B, C):
@@ -31,10 +35,7 @@ def affine_transform_range(begin, end, dest, src1, src2, src3, A, B, C):
     s1, s2, s3, d = _flat(src1), _flat(src2), _flat(src3), _flat(dest, True)
     dt = s1.dtype.type
     A, B, C = dt(A), dt(B), dt(C)
-    size = min(_BLOCK, end - begin)
-    tb, tc = scratch("solver.b", (size,), s1.dtype), scratch("solver.c", (size,), s1.dtype)
-    for r in _blocks(begin, end):
-        b, c = tb[:r.stop - r.start], tc[:r.stop - r.start]
+    for r, b, c in _blocks(begin, end, s1.dtype):
         # (A*s1 + B*s2) + C*s3 in that order, as dlib; the B and C terms are formed before
         # dest is written, since dest may be any of the sources (the solvers pass dest = src1)
         np.multiply(s2[r], B, out=b)
@@ -54,10 +55,7 @@ def compute_adam_update(begin, end, s, m, v, t, learning_rate, weight_decay, mom
     dt = p.dtype.type
     alpha = dt(learning_rate * np.sqrt(1 - momentum2 ** t) / (1 - momentum1 ** t))
     b1, b2, wd = dt(momentum1), dt(momentum2), dt(weight_decay)
-    size = min(_BLOCK, end - begin)
-    g_block, t_block = scratch("solver.b", (size,), p.dtype), scratch("solver.c", (size,), p.dtype)
-    for r in _blocks(begin, end):
-        g, tmp = g_block[:r.stop - r.start], t_block[:r.stop - r.start]
+    for r, g, tmp in _blocks(begin, end, p.dtype):
         # dlib's expressions, evaluated in the same order with in-place steps (same bits):
         # g = wd*p + pg; m = b1*m + (1-b1)*g; v = b2*v + ((1-b2)*g)*g; s = (-alpha*m)/(sqrt(v)+eps)
         np.multiply(p[r], wd, out=g)
