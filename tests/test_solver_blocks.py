@@ -1,0 +1,54 @@
+"""The CPU solver ops update in blocks (dnnpy/tensor_tools/cpu/solver.py): over a range that
+spans several blocks, starting and ending inside one, with dest aliasing a source, they give
+the bits of the whole-range expressions in dlib's order, and leave the rest untouched."""
+
+import numpy as np
+import pytest
+
+from dnnpy.tensor import resizable_tensor
+from dnnpy.tensor_tools.cpu import solver
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    monkeypatch.setattr(solver, "_BLOCK", 64)
+
+
+def _tensors(rng, n, k, positive=()):
+    out = []
+    for i in range(k):
+        a = rng.standard_normal(n).astype(np.float32)
+        out.append(resizable_tensor((np.abs(a) if i in positive else a).reshape(n, 1, 1, 1)))
+    return out
+
+
+def test_sgd_update_in_blocks_equals_the_whole_range_expression(small_blocks):
+    rng = np.random.default_rng(0)
+    n, begin, end = 1000, 37, 963
+    v, p, g = _tensors(rng, n, 3)
+    v0, p0, g0 = (t.host().reshape(-1).copy() for t in (v, p, g))
+    f = np.float32
+    want = v0.copy()
+    r = slice(begin, end)
+    want[r] = (v0[r] * f(0.9) + p0[r] * f(-5e-6)) + g0[r] * f(-0.01)
+    solver.affine_transform_range(begin, end, v, v, p, g, 0.9, -5e-6, -0.01)
+    assert np.array_equal(v.host().reshape(-1), want)
+
+
+def test_adam_update_in_blocks_equals_the_whole_range_expressions(small_blocks):
+    rng = np.random.default_rng(1)
+    n, begin, end = 1000, 5, 999
+    s, m, v, p, g = _tensors(rng, n, 5, positive=(2,))
+    s0, m0, v0, p0, g0 = (t.host().reshape(-1).copy() for t in (s, m, v, p, g))
+    f = np.float32
+    t, lr, wd, b1, b2 = 3.0, 0.01, 5e-4, f(0.9), f(0.999)
+    alpha = f(lr * np.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t))
+    r = slice(begin, end)
+    gg = p0[r] * f(wd) + g0[r]
+    mm, vv, ss = m0.copy(), v0.copy(), s0.copy()
+    mm[r] = m0[r] * b1 + gg * (1 - b1)
+    vv[r] = v0[r] * b2 + (gg * (1 - b2)) * gg
+    ss[r] = (mm[r] * -alpha) / (np.sqrt(vv[r]) + f(1e-8))
+    solver.compute_adam_update(begin, end, s, m, v, t, lr, wd, 0.9, 0.999, p, g)
+    for got, want in ((m, mm), (v, vv), (s, ss)):
+        assert np.array_equal(got.host().reshape(-1), want)
