@@ -228,14 +228,25 @@ def rms_normalize_gradient(gradient_input, scale, src, gamma, src_grad, gamma_gr
     src_grad.host()[...] += dx * s + ds * (2 * invnum) * x
 
 
+def _affine_into(dest, src, A, B):
+    """``dest = A*src + B`` (A and B broadcast): two passes written straight into dest, the
+    same float32 operations as ``A*src + B``; a dest overlapping src elsewhere than in place
+    goes through a temporary."""
+    a, b, x = A.host_read(), B.host_read(), src.host_read()
+    if dest.overlaps_elsewhere(src) or dest.shape != src.shape:
+        dest.host()[...] = a * x + b
+        return
+    out = dest.host() if dest.is_aliased_with(src) else dest.host_write_only()
+    np.multiply(x, a, out=out)
+    out += b
+
+
 def affine_transform_conv(dest, src, A, B):
-    result = A.host_read() * src.host_read() + B.host_read()
-    dest.host()[...] = result
+    _affine_into(dest, src, A, B)
 
 
 def affine_transform_tensors(dest, src, A, B):
-    result = A.host_read() * src.host_read() + B.host_read()
-    dest.host()[...] = result
+    _affine_into(dest, src, A, B)
 
 
 def multiply_conv(add_to, dest, src1, src2):

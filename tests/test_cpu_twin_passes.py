@@ -1,6 +1,8 @@
-"""The CPU solver ops update in blocks (dnnpy/tensor_tools/cpu/solver.py): over a range that
-spans several blocks, starting and ending inside one, with dest aliasing a source, they give
-the bits of the whole-range expressions in dlib's order, and leave the rest untouched."""
+"""CPU twin ops that avoid whole-tensor temporaries give the bits of the plain expressions.
+The solvers update in blocks (dnnpy/tensor_tools/cpu/solver.py): over a range that spans
+several blocks, starting and ending inside one, with dest aliasing a source, they give the
+bits of the whole-range expressions in dlib's order and leave the rest untouched. The affine
+transforms write into dest (dnnpy/tensor_tools/cpu/norm.py)."""
 
 import numpy as np
 import pytest
@@ -52,3 +54,28 @@ def test_adam_update_in_blocks_equals_the_whole_range_expressions(small_blocks):
     solver.compute_adam_update(begin, end, s, m, v, t, lr, wd, 0.9, 0.999, p, g)
     for got, want in ((m, mm), (v, vv), (s, ss)):
         assert np.array_equal(got.host().reshape(-1), want)
+
+
+def test_affine_transform_writes_into_dest_with_the_same_bits():
+    """The CPU twin's affine_transform_conv/_tensors write ``A*src + B`` straight into dest:
+    the bits of the expression, in place too, and through a temporary when dest overlaps
+    src elsewhere."""
+    from dnnpy.tensor import alias_tensor
+    from dnnpy.tensor_tools.cpu import norm
+
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    g = rng.standard_normal((1, 3, 1, 1)).astype(np.float32)
+    b = rng.standard_normal((1, 3, 1, 1)).astype(np.float32)
+    want = g * x + b
+    src, A, B = resizable_tensor(x), resizable_tensor(g), resizable_tensor(b)
+    dest = resizable_tensor(2, 3, 4, 5)
+    norm.affine_transform_conv(dest, src, A, B)
+    assert np.array_equal(dest.host(), want)
+    norm.affine_transform_conv(src, src, A, B)                 # in place
+    assert np.array_equal(src.host(), want)
+    full = resizable_tensor(np.concatenate([x.reshape(-1), np.zeros(3, np.float32)]).reshape(-1, 1, 1, 1))
+    view_src = alias_tensor(2, 3, 4, 5)(full, 0)
+    view_dest = alias_tensor(2, 3, 4, 5)(full, 3)              # overlaps src, shifted
+    norm.affine_transform_tensors(view_dest, view_src, A, B)
+    assert np.array_equal(np.asarray(view_dest.host()), want)
