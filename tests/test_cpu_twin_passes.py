@@ -79,3 +79,17 @@ def test_affine_transform_writes_into_dest_with_the_same_bits():
     view_dest = alias_tensor(2, 3, 4, 5)(full, 3)              # overlaps src, shifted
     norm.affine_transform_tensors(view_dest, view_src, A, B)
     assert np.array_equal(np.asarray(view_dest.host()), want)
+
+
+def test_affine_transform_into_its_own_shift_or_scale():
+    """dest may be B (or A): the expression is formed aside, as dlib's elementwise kernel
+    reads every operand before writing."""
+    from dnnpy.tensor_tools.cpu import norm
+
+    s = resizable_tensor(np.arange(1, 5, dtype=np.float32).reshape(1, 4, 1, 1))
+    a = resizable_tensor(np.full((1, 4, 1, 1), 2, np.float32))
+    b = resizable_tensor(np.full((1, 4, 1, 1), 10, np.float32))
+    norm.affine_transform_tensors(b, s, a, b)
+    assert np.array_equal(b.host().reshape(-1), [12, 14, 16, 18])
+    norm.affine_transform_tensors(a, s, a, resizable_tensor(np.zeros((1, 4, 1, 1), np.float32)))
+    assert np.array_equal(a.host().reshape(-1), [2, 4, 6, 8])

@@ -598,3 +598,43 @@ def test_dynamic_sizes_and_external_weights_are_refused():
     data = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
     with pytest.raises(onnx_import_error, match="external data files"):
         import_model(data)
+
+
+def test_review_cases_sequences():
+    """A softmax over a sequence's T axis is refused (dlib's k is 1 there); a Split into equal
+    parts follows ONNX's rule (ceil(dim / n) each, the last what is left); a constant added
+    after a bias-free MatMul that is not one value per output (a positional table) is an
+    affine, not the linear's bias."""
+    torch = pytest.importorskip("torch")
+    nn = torch.nn
+    x = np.random.default_rng(19).standard_normal((2, 6, 10)).astype(np.float32)
+
+    class OverT(nn.Module):
+        def forward(self, t):
+            return torch.softmax(t, dim=1)
+
+    with pytest.raises(onnx_import_error, match=r"\(Softmax\): axis 1 of a rank-3 tensor"):
+        import_model(_torch_onnx(OverT(), x))
+
+    split = helper.make_model(helper.make_graph(
+        [helper.make_node("Split", ["x"], ["a", "b", "c"], axis=2, num_outputs=3)], "s",
+        [helper.make_tensor_value_info("x", 1, [2, 6, 10])], [helper.make_tensor_value_info("c", 1, None)]),
+        opset_imports=[helper.make_opsetid("", 18)]).SerializeToString()
+    net = import_model(split)
+    assert repr(net.net_type) == "slice[0, 0, 8, 1, 6, 2, input_tensor]"
+    _close(net(x[:, None]), _run(split, x))
+
+    class Positional(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(10, 10, bias=False)
+            self.pos = nn.Parameter(torch.randn(6, 10))
+
+        def forward(self, t):
+            return self.lin(t) + self.pos
+
+    torch.manual_seed(9)
+    data = _torch_onnx(Positional(), x)
+    net = import_model(data)
+    assert repr(net.net_type).startswith("affine[linear_no_bias[10, ")
+    _close(net(x[:, None]), _run(data, x))

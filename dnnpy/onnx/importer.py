@@ -364,8 +364,10 @@ class _Importer(NodeLayers):
             rank = len(self.shapes.get(x, ()))
             a = self._attrs(mean)
             axes = a.get("axes") if len(mean.input) < 2 else self.consts.get(mean.input[1])
-            if axes is None or not a.get("keepdims", 1) or \
-                    sorted(int(v) % rank for v in np.reshape(axes, -1)) != list(range(1, rank)):
+            if rank < 2 or not a.get("keepdims", 1):
+                raise self.fail(mean, f"an RMS norm of a rank-{rank} tensor, keepdims "
+                                      f"{a.get('keepdims', 1)}: dlib's rms_norm keeps each sample's shape")
+            if axes is None or sorted(int(v) % rank for v in np.reshape(axes, -1)) != list(range(1, rank)):
                 raise self.fail(mean, f"an RMS norm over axes {axes} of a rank-{rank} tensor: dlib's "
                                       f"rms_norm takes the mean over all of a sample's values")
             k = sample_dims(self.shapes[x])[0]
@@ -378,10 +380,12 @@ class _Importer(NodeLayers):
         ``gamma * x + beta``), an ``affine``, merged into an affine just before it."""
         last = steps[-1] if steps else None
         if node.op_type == "Add" and last is not None and last[0] == "layer" and last[3] is not None \
-                and last[3].get("bias_of") == "MatMul":       # the bias of the fc before it
-            last[3]["bias"] = self.consts[next(i for i in node.input if i in self.consts)].reshape(-1)
-            last[3]["bias_of"] = None
-            return steps
+                and last[3].get("bias_of") == "MatMul":       # the bias of the fc or linear before it
+            c = np.asarray(self.consts[next(i for i in node.input if i in self.consts)])
+            if c.size == last[1].get_num_outputs() and c.shape[-1:] == (c.size,):    # one per output
+                last[3]["bias"] = c.reshape(-1)
+                last[3]["bias_of"] = None
+                return steps
         shape = self.shapes.get(self._data_inputs(node)[0], ())
         if node.op_type in _ARITHMETIC:
             mask = self._is_mask(node) if node.op_type == "Add" else None
@@ -535,6 +539,10 @@ class _Importer(NodeLayers):
         f itself or hold blocks of its own): dlib's ``merge1<a's branch<tag1<f>>>`` when b is
         f, else ``merge2<a's branch<skip1<tag2<b's branch<tag1<f>>>>>>`` (other ids inside
         other blocks). An Add puts the longer branch first, or f last."""
+        ranks = {len(self.shapes.get(t, ())) for t in (a, b)}
+        if merge == "multm_prev" and not (len(ranks) == 1 and ranks <= {3, 4}):
+            raise self.fail(node, f"multiplies tensors of ranks {sorted(ranks)}: dlib's multm_prev "
+                                  f"multiplies the planes of two (N, T, D) or (N, k, M, L) tensors")
         fork = self._fork([a, b], stop)
         if fork is None:
             raise self.fail(node, f"joins {a!r} and {b!r}, which do not both come from one tensor")

@@ -165,6 +165,9 @@ class NodeLayers:
             out = self.shapes[output]
             if any(d is None for d in out[1:]):
                 raise self.fail(node, f"a target shape {out} that shape inference could not fix")
+            if np.prod(out[1:]) != np.prod(shape[1:]) or (shape[0] and out[0] and shape[0] != out[0]):
+                raise self.fail(node, f"{tuple(shape)} to {tuple(out)}: dlib's reshape_to keeps the "
+                                      f"batch and reshapes each sample")
             return _reshape(sample_dims(shape), sample_dims(out))
         if op == "Where":
             return [self._where(node, shape)]
@@ -201,38 +204,53 @@ class NodeLayers:
     def _crop(self, node, shape, output):
         """A Split output, or a Slice with step 1 along one axis, as dlib's ``slice_``."""
         rank = len(shape)
-        a = self._attrs(node)
-        if node.op_type == "Split":
-            axis = a.get("axis", 0)
-            if len(node.input) > 1 and node.input[1]:
-                sizes = [int(v) for v in np.asarray(self._const(node, 1, "split sizes")).reshape(-1)]
-            elif "split" in a:
-                sizes = list(a["split"])
-            else:
-                n = len(node.output)
-                sizes = [shape[axis] // n] * n
-            i = list(node.output).index(output)
-            begin, size = sum(sizes[:i]), sizes[i]
-        else:
-            starts, ends = (np.asarray(self._const(node, i, w)).reshape(-1) for i, w in ((1, "starts"), (2, "ends")))
-            axes = (np.asarray(self._const(node, 3, "axes")).reshape(-1) if len(node.input) > 3 and node.input[3]
-                    else np.arange(len(starts)))
-            steps = (np.asarray(self._const(node, 4, "steps")).reshape(-1) if len(node.input) > 4 and node.input[4]
-                     else np.ones_like(starts))
-            if len(starts) != 1 or int(steps[0]) != 1:
-                raise self.fail(node, "dlib's slice_ crops with step 1 along one axis per node")
-            axis = int(axes[0])
-            dim = shape[axis % rank]
-            begin = int(np.clip(starts[0] + (dim if starts[0] < 0 else 0), 0, dim))
-            end = int(np.clip(ends[0] + (dim if ends[0] < 0 else 0), 0, dim))
-            size = end - begin
-        if rank not in (2, 3, 4) or axis % rank == 0 or size <= 0:
-            raise self.fail(node, f"axis {axis} of a rank-{rank} tensor: dlib's slice_ crops within a sample")
+        axis, begin, size = (self._split_range if node.op_type == "Split" else self._slice_range)(node, shape, output)
+        if size <= 0:
+            raise self.fail(node, f"an empty crop ({size} elements along axis {axis})")
         dims = list(sample_dims(shape))
         offsets = [0, 0, 0]
         d = _dlib_axis(axis, rank) - 1
         offsets[d], dims[d] = begin, size
         return (layers.slice_(*offsets, *dims), None, None)
+
+    def _crop_axis(self, node, axis, rank):
+        if rank not in (2, 3, 4) or axis % rank == 0:
+            raise self.fail(node, f"axis {axis} of a rank-{rank} tensor: dlib's slice_ crops within a sample")
+        return axis
+
+    def _split_range(self, node, shape, output):
+        """``(axis, begin, size)`` of a Split output: the sizes given (an input from opset 13,
+        an attribute before), else equal parts as ONNX cuts them (each ``ceil(dim / n)``, the
+        last one what is left)."""
+        a = self._attrs(node)
+        axis = self._crop_axis(node, a.get("axis", 0), len(shape))
+        if len(node.input) > 1 and node.input[1]:
+            sizes = [int(v) for v in np.asarray(self._const(node, 1, "split sizes")).reshape(-1)]
+        elif "split" in a:
+            sizes = list(a["split"])
+        else:
+            n, dim = len(node.output), shape[axis]
+            part = -(-dim // n)
+            sizes = [part] * (n - 1) + [dim - part * (n - 1)]
+        i = list(node.output).index(output)
+        return axis, sum(sizes[:i]), sizes[i]
+
+    def _slice_range(self, node, shape, output):
+        """``(axis, begin, size)`` of a Slice along one axis with step 1 (ends clipped, as
+        exporters write INT64_MAX for "to the end")."""
+        starts, ends = (np.asarray(self._const(node, i, w)).reshape(-1) for i, w in ((1, "starts"), (2, "ends")))
+        axes = (np.asarray(self._const(node, 3, "axes")).reshape(-1) if len(node.input) > 3 and node.input[3]
+                else np.arange(len(starts)))
+        steps = (np.asarray(self._const(node, 4, "steps")).reshape(-1) if len(node.input) > 4 and node.input[4]
+                 else np.ones_like(starts))
+        if len(starts) != 1 or int(steps[0]) != 1:
+            raise self.fail(node, "dlib's slice_ crops with step 1 along one axis per node")
+        rank = len(shape)
+        axis = self._crop_axis(node, int(axes[0]), rank)
+        dim = shape[axis % rank]
+        begin = int(np.clip(starts[0] + (dim if starts[0] < 0 else 0), 0, dim))
+        end = int(np.clip(ends[0] + (dim if ends[0] < 0 else 0), 0, dim))
+        return axis, begin, end - begin
 
     def _where(self, node, shape):
         """``Where(mask, fill, x)`` (or ``Where(mask, x, fill)``) with a constant causal mask
@@ -265,10 +283,10 @@ class NodeLayers:
                                   "keeps c <= r + diag")
         if value == float("-inf"):
             return (layers.tril_(diag, layers.neg_infinity_tag), None, None)
-        if value != 0 and value == int(value):
+        if np.isfinite(value) and value != 0 and value == int(value) and abs(value) < 2 ** 31:
             return (layers.tril_(diag, None, int(value), 1), None, None)
         raise self.fail(node, f"fill value {value}: dlib's tril_ fills with -inf or a whole "
-                              f"non-zero number (its fill 0 masks nothing)")
+                              f"non-zero number below 2**31 (its fill 0 masks nothing)")
 
     def _step(self, node, shape):
         op, a = node.op_type, self._attrs(node)
@@ -350,9 +368,9 @@ class NodeLayers:
             rank = len(shape)
             if rank in (3, 4) and axis % rank == rank - 1:    # along each row: dlib's softmaxm
                 return (layers.softmax_(layers.PLANE_WISE), None, None)
-            if axis % rank != 1 and not (rank == 2 and axis % rank == 1):
+            if rank == 3 or axis % rank != 1:      # (a sequence's axis 1 is T; dlib's k is 1)
                 raise self.fail(node, f"axis {axis} of a rank-{rank} tensor: dlib's softmax runs over "
-                                      f"the channels (axis 1)")
+                                      f"the channels (axis 1) or, softmaxm, along the last axis")
             return (layers.softmax_(), None, None)
         if op in ("MaxPool", "AveragePool"):
             kernel = list(a["kernel_shape"])

@@ -230,10 +230,11 @@ def rms_normalize_gradient(gradient_input, scale, src, gamma, src_grad, gamma_gr
 
 def _affine_into(dest, src, A, B):
     """``dest = A*src + B`` (A and B broadcast): two passes written straight into dest, the
-    same float32 operations as ``A*src + B``; a dest overlapping src elsewhere than in place
-    goes through a temporary."""
+    same float32 operations as ``A*src + B``; a dest overlapping src elsewhere than in place,
+    or A or B, goes through a temporary."""
     a, b, x = A.host_read(), B.host_read(), src.host_read()
-    if dest.overlaps_elsewhere(src) or dest.shape != src.shape:
+    if (dest.overlaps_elsewhere(src) or dest.shape != src.shape or dest.is_aliased_with(A)
+            or dest.is_aliased_with(B)):
         dest.host()[...] = a * x + b
         return
     out = dest.host() if dest.is_aliased_with(src) else dest.host_write_only()
