@@ -27,7 +27,8 @@ _PLAIN = {"relu_": "relu", "sig_": "sig", "htan_": "htan", "mish_": "mish", "elu
           "leaky_relu_": "leaky_relu", "prelu_": "prelu", "clipped_relu_": "clipped_relu",
           "gelu_": "gelu", "affine_": "affine", "layer_norm_": "layer_norm", "rms_norm_": "rms_norm",
           "transpose_": "transpose"}
-_INPUTS = {"input_tensor": "input_tensor", "input_rgb_image": "input_rgb_image"}
+_INPUTS = {"input_tensor": "input_tensor", "input_rgb_image": "input_rgb_image",
+           "input_float32": f"input<{_NS}matrix<float>>"}
 _LOSSES = ("loss_multiclass_log", "loss_binary_log", "loss_binary_hinge", "loss_mean_squared",
            "loss_mean_squared_multioutput", "loss_multiclass_log_per_pixel",
            "loss_binary_log_per_pixel", "loss_mean_squared_per_pixel")

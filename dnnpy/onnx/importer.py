@@ -30,7 +30,9 @@ over axis 1 before it); a zero Pad that only makes two branches' sizes meet at
 an Add is dropped (dlib's ``add_prev`` pads so itself).
 
 The input layer is ``input_tensor``: the net takes what the graph takes, float32 NCHW (or a
-``(N, features)`` matrix as ``(N, features, 1, 1)``, a sequence ``(N, T, D)`` as ``(N, 1, T, D)``). ``input`` names another input layer
+``(N, features)`` matrix as ``(N, features, 1, 1)``); for a sequence graph ``(N, T, D)`` it is
+dlib's ``input<matrix<float>>`` (``input[float32]``): ``net(x)`` takes the ``(N, T, D)`` array
+or a list of T x D matrices. ``input`` names another input layer
 (``input_rgb_image_sized[150]``, or its bracket text) whose output the graph's input is, e.g.
 for a model trained on what dlib's input layer makes of images. There is no loss layer unless ``loss``
 names one (``"multiclass_log"``: ``loss_multiclass_log`` over the output, ...). Anything else
@@ -48,7 +50,7 @@ import numpy as np
 from .. import layers, loss as losses
 from ..core import add_layer
 from ..errors import SerializationError
-from ..inputs import input_tensor
+from ..inputs import input as input_matrix, input_tensor
 from ..layers import merge, rearrange
 from ..serialization.files import read_source
 from ..parsing import input_type_from_string
@@ -86,7 +88,7 @@ def import_model(source, *, loss=None, input=None, bn="affine"):
     its weights: see the module's docstring for what is read. ``loss``: ``None`` (no loss
     layer: ``net(x)`` returns the graph's output) or a loss's name (``"multiclass_log"``,
     ``"loss_multiclass_log"``, ...) put on top. ``input``: the input layer (default
-    ``input_tensor``), a type such as ``dnnpy.input_rgb_image_sized[150]`` or its bracket
+    ``input_tensor``; for a sequence graph, ``(N, T, D)``, dlib's ``input<matrix<float>>``), a type such as ``dnnpy.input_rgb_image_sized[150]`` or its bracket
     text; the graph's input is what that layer makes (its shape is checked). ``bn``: what a
     BatchNormalization becomes: ``"affine"`` (its inference form, dlib's choice for a trained
     net) or ``"bn"`` (``bn_con`` with the graph's scale, bias, running mean and variance and
@@ -123,7 +125,7 @@ def import_model(source, *, loss=None, input=None, bn="affine"):
         if not importer.fold_into(model):
             break
     importer.bn = bn
-    return importer.net(loss, input_tensor if input is None else input)
+    return importer.net(loss, input)
 
 
 def _joined(steps, step):
@@ -275,8 +277,12 @@ class _Importer(NodeLayers):
         return skip
 
     def net(self, loss, input_type):
+        """The net: ``input_type`` (None: ``input_tensor``, or for a sequence graph dlib's
+        ``input<matrix<float>>``, whose objects are T x D matrices), the layers, the loss."""
+        self.input_name, shape = self._input()
+        if input_type is None:
+            input_type = input_matrix[np.float32] if len(shape) == 3 else input_tensor
         self.input_type = input_type
-        self.input_name, _ = self._input()
         self.skip = self._shape_only()
         self.producer, self.order, self._ancestor_sets, self.readers = {}, {}, {}, {}
         for i, node in enumerate(self.graph.node):
