@@ -144,6 +144,15 @@ def _joined(steps, step):
     return steps + [step]
 
 
+def _add_operands_swap(sa, sb):
+    """Whether an Add's operands, with steps ``sa`` and ``sb`` from their fork, trade places
+    (an Add commutes): the second operand, the one tagged, should be the fork itself when a
+    branch has no steps (dropped nodes, a Pad), else the longer branch (the first on ties)."""
+    if not sa or not sb:
+        return not sa and bool(sb)
+    return len(sa) >= len(sb)
+
+
 def _joined_all(steps, layer_steps):
     """``steps`` with the layers ``layer_steps`` (``(layer, setter, values)``) joined on."""
     for step in layer_steps:
@@ -555,8 +564,7 @@ class _Importer(NodeLayers):
         t1 = self._free(live, 1)
         t2 = self._free(live | {t1}, 2)
         sa, sb = (self._steps(x, fork, live | {t1}) for x in (a, b))
-        # (a branch of dropped nodes, a Pad, has no steps)
-        if merge == "add_prev" and (len(sa) >= len(sb) if sa and sb else not sa and bool(sb)):
+        if merge == "add_prev" and _add_operands_swap(sa, sb):
             a, b, sa, sb = b, a, sb, sa
         steps = self._steps(fork, stop, live) + [("tag", t1)]
         if not sb:
