@@ -586,7 +586,8 @@ def test_dynamic_sizes_and_external_weights_are_refused():
     graph = helper.make_graph([relu], "g", [helper.make_tensor_value_info("x", 1, ["N", 3, "H", "W"])],
                               [helper.make_tensor_value_info("y", 1, None)])
     data = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
-    with pytest.raises(onnx_import_error, match=r"the input 'x' has shape \(None, 3, None, None\).*every dimension but N fixed"):
+    with pytest.raises(onnx_import_error,
+                       match=r"the input 'x' has shape \(None, 3, None, None\).*every dimension but N fixed"):
         import_model(data)
     w = numpy_helper.from_array(np.ones((3, 2, 3, 3), np.float32), "w")
     w.ClearField("raw_data")

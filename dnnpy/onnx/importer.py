@@ -21,8 +21,9 @@ tensor is ``multm_prev`` (tagged as an Add's branches are); Transpose within a s
 ``transpose`` and ``reshape_to`` (every order of the three axes is a few of them), Reshape
 to 3 or 4 axes ``reshape_to``, Split and Slice ``slice``, Softmax over the last axis
 ``softmaxm``, a constant causal mask (Where, or an Add of 0 and -inf) ``tril_``, and an RMS
-norm written out over each sample (``x / sqrt(mean(x**2) + eps)``) ``rms_norm``. The shape computations exporters put in front of a Reshape (Shape, Gather,
-Unsqueeze, Concat, Constant) are ignored when they feed only its shape.
+norm written out over each sample (``x / sqrt(mean(x**2) + eps)``) ``rms_norm``. The shape
+computations exporters put in front of a Reshape (Shape, Gather, Unsqueeze, Concat, Constant)
+are ignored when they feed only its shape.
 
 Arithmetic with constants (Add, Sub, Mul, Div: ``gamma * x + beta`` per channel or per
 element of a sample) is an ``affine`` (or joins the ``layer_norm`` of a LayerNormalization
@@ -88,12 +89,12 @@ def import_model(source, *, loss=None, input=None, bn="affine"):
     its weights: see the module's docstring for what is read. ``loss``: ``None`` (no loss
     layer: ``net(x)`` returns the graph's output) or a loss's name (``"multiclass_log"``,
     ``"loss_multiclass_log"``, ...) put on top. ``input``: the input layer (default
-    ``input_tensor``; for a sequence graph, ``(N, T, D)``, dlib's ``input<matrix<float>>``), a type such as ``dnnpy.input_rgb_image_sized[150]`` or its bracket
-    text; the graph's input is what that layer makes (its shape is checked). ``bn``: what a
-    BatchNormalization becomes: ``"affine"`` (its inference form, dlib's choice for a trained
-    net) or ``"bn"`` (``bn_con`` with the graph's scale, bias, running mean and variance and
-    epsilon, for further training; its running statistics go on as if averaged over a full
-    window)."""
+    ``input_tensor``; for a sequence graph, ``(N, T, D)``, dlib's ``input<matrix<float>>``),
+    a type such as ``dnnpy.input_rgb_image_sized[150]`` or its bracket text; the graph's input
+    is what that layer makes (its shape is checked). ``bn``: what a BatchNormalization
+    becomes: ``"affine"`` (its inference form, dlib's choice for a trained net) or ``"bn"``
+    (``bn_con`` with the graph's scale, bias, running mean and variance and epsilon, for
+    further training; its running statistics go on as if averaged over a full window)."""
     if bn not in ("affine", "bn"):
         raise ValueError(f"import_model: bn must be 'affine' or 'bn', got {bn!r}")
     if isinstance(input, str):
@@ -314,8 +315,9 @@ class _Importer(NodeLayers):
     def _steps(self, name, stop=None, live=frozenset()):
         """The steps that make tensor ``name`` from tensor ``stop`` (default: the graph's
         input): ``("layer", object, setter, values)``, ``("tag", k)``, ``("skip", k)``,
-        ``("merge", "add_prev" or "multm_prev", k)``, ``("concat", ks)``. ``live``: the tag ids the enclosing blocks
-        use, which the blocks inside avoid (dlib finds the nearest ``tagN`` below a layer)."""
+        ``("merge", "add_prev" or "multm_prev", k)``, ``("concat", ks)``. ``live``: the tag
+        ids the enclosing blocks use, which the blocks inside avoid (dlib finds the nearest
+        ``tagN`` below a layer)."""
         if name == (self.input_name if stop is None else stop):
             return []
         node = self.producer.get(name)

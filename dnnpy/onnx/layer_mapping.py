@@ -204,7 +204,8 @@ class NodeLayers:
     def _crop(self, node, shape, output):
         """A Split output, or a Slice with step 1 along one axis, as dlib's ``slice_``."""
         rank = len(shape)
-        axis, begin, size = (self._split_range if node.op_type == "Split" else self._slice_range)(node, shape, output)
+        crop_range = self._split_range if node.op_type == "Split" else self._slice_range
+        axis, begin, size = crop_range(node, shape, output)
         if size <= 0:
             raise self.fail(node, f"an empty crop ({size} elements along axis {axis})")
         dims = list(sample_dims(shape))
