@@ -93,3 +93,25 @@ def test_affine_transform_into_its_own_shift_or_scale():
     assert np.array_equal(b.host().reshape(-1), [12, 14, 16, 18])
     norm.affine_transform_tensors(a, s, a, resizable_tensor(np.zeros((1, 4, 1, 1), np.float32)))
     assert np.array_equal(a.host().reshape(-1), [2, 4, 6, 8])
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 4, 5), (4, 16, 70, 70)])
+def test_onednn_affine_transform_has_numpys_bits(shape, monkeypatch):
+    """oneDNN's per-channel affine (a product with a sum post-op, one pass) gives the bits
+    of numpy's ``A*src + B``, into dest and in place."""
+    from dnnpy.tensor_tools.cpu import onednn
+    from dnnpy.tensor_tools.cpu.onednn import binary
+
+    if not onednn.active():
+        pytest.skip("oneDNN is not in use here")
+    monkeypatch.setattr(binary, "MIN_ELEMENTS", 1)
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal(shape).astype(np.float32)
+    g, b = (rng.standard_normal((1, shape[1], 1, 1)).astype(np.float32) for _ in range(2))
+    want = g * x + b
+    src, A, B, dest = resizable_tensor(x), resizable_tensor(g), resizable_tensor(b), resizable_tensor(*shape)
+    assert onednn.affine_transform_conv(dest, src, A, B)
+    assert np.array_equal(dest.host(), want)
+    assert onednn.affine_transform_conv(src, src, A, B)
+    assert np.array_equal(src.host(), want)
+    assert not onednn.affine_transform_conv(B, src, A, B)      # dest is B: numpy's temporary

@@ -243,6 +243,8 @@ def _affine_into(dest, src, A, B):
 
 
 def affine_transform_conv(dest, src, A, B):
+    if onednn.affine_transform_conv(dest, src, A, B):
+        return
     _affine_into(dest, src, A, B)
 
 

@@ -22,6 +22,7 @@ Modules:
 - ``_primitive.py``: engine, streams, memory descriptors, primitives and their per-thread cache
 - ``_state.py``: whether oneDNN runs: the decision, ``force_numpy()``, the fallback log,
   ``info()``
+- ``binary.py``: the per-channel affine transform (a product with a sum post-op)
 - ``bnorm.py``: batch normalization backward
 - ``conv.py``: convolution: forward (fused bias and ReLU), data gradient and filter gradient
 - ``eltwise.py``: ReLU backward, for ``relu_gradient``
@@ -39,10 +40,11 @@ __all__ = ["conv_forward", "conv_backward_data", "conv_backward_filters", "activ
            "get_num_threads", "isa_name"]
 
 # the non-conv ops (eltwise, pooling, bnorm, matmul)
+from .binary import affine_transform_conv
 from .bnorm import batch_normalize_conv_gradient, batch_normalize_gradient
 from .eltwise import relu_gradient
 from .matmul import gemm
 from .pooling import pooling_backward, pooling_forward
 
-__all__ += ["relu_gradient", "pooling_forward", "pooling_backward", "batch_normalize_gradient",
+__all__ += ["affine_transform_conv", "relu_gradient", "pooling_forward", "pooling_backward", "batch_normalize_gradient",
             "batch_normalize_conv_gradient", "gemm"]

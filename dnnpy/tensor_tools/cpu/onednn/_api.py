@@ -45,7 +45,7 @@ ENUMS = {
     "dnnl_convolution_direct": 1,
     "dnnl_eltwise_relu": 0x20, "dnnl_eltwise_relu_use_dst_for_bwd": 0x100,
     "dnnl_pooling_max": 0x1ff, "dnnl_pooling_avg_exclude_padding": 0x3ff,
-    "dnnl_binary_add": 0x1fff0,
+    "dnnl_binary_add": 0x1fff0, "dnnl_binary_mul": 0x1fff1,
     "dnnl_normalization_flags_none": 0, "dnnl_use_global_stats": 1, "dnnl_use_scale": 2,
     "dnnl_use_shift": 4,
     "dnnl_query_impl_info_str": 8,
@@ -64,7 +64,7 @@ ARGS = {
     "DNNL_ARG_SHIFT": 52, "DNNL_ARG_WORKSPACE": 64, "DNNL_ARG_SCRATCHPAD": 80,
     "DNNL_ARG_DIFF_SRC": 129, "DNNL_ARG_DIFF_DST": 145, "DNNL_ARG_DIFF_WEIGHTS": 161,
     "DNNL_ARG_DIFF_BIAS": 169, "DNNL_ARG_DIFF_SCALE": 255, "DNNL_ARG_DIFF_SHIFT": 256,
-    "DNNL_ARG_FROM": 1, "DNNL_ARG_TO": 17,
+    "DNNL_ARG_FROM": 1, "DNNL_ARG_TO": 17, "DNNL_ARG_ATTR_MULTIPLE_POST_OP_BASE": 32768,
 }
 globals().update(ARGS)
 
@@ -163,6 +163,7 @@ SIGNATURES = {
     "dnnl_post_ops_destroy": (_ST, [_H]),
     "dnnl_post_ops_append_eltwise": (_ST, [_H, _E, _F, _F]),
     "dnnl_post_ops_append_sum": (_ST, [_H, _F, c_int32, _E]),
+    "dnnl_post_ops_append_binary": (_ST, [_H, _E, _H]),
 }
 
 

@@ -189,7 +189,9 @@ def plain(shape) -> MemoryDesc:
 
 class Attr:
     """Primitive attributes with post-ops: ``("relu",)`` appends an eltwise ReLU,
-    ``("sum", scale)`` accumulates into the destination (``dst = scale*dst + result``)."""
+    ``("sum", scale)`` accumulates into the destination (``dst = scale*dst + result``),
+    ``("binary_add", md)`` adds a tensor of descriptor ``md`` (broadcast; its buffer is the
+    argument ``DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1`` of post-op ``i``)."""
 
     def __init__(self, *post_ops):
         api = A.api()
@@ -200,6 +202,8 @@ class Attr:
                 for op in post_ops:
                     if op[0] == "relu":
                         api.dnnl_post_ops_append_eltwise(ops, A.ENUMS["dnnl_eltwise_relu"], 0.0, 0.0)
+                    elif op[0] == "binary_add":
+                        api.dnnl_post_ops_append_binary(ops, A.ENUMS["dnnl_binary_add"], op[1].handle)
                     elif op[0] == "sum":
                         # data type undef: "the destination's"; reorders refuse an explicit f32
                         api.dnnl_post_ops_append_sum(ops, float(op[1]), 0,
