@@ -350,46 +350,60 @@ class _Importer(NodeLayers):
         Reciprocal or Div(1, .)) or ``x / sqrt(mean(x**2) + eps)``, the mean over all of a
         sample's values and every value in between read only here: dlib's ``rms_norm`` (its
         gamma 1; a scale after it joins it). None otherwise."""
-        def made(t, *ops):
-            n = self.producer.get(t)
-            ok = n is not None and n.op_type in ops and len(self.readers.get(t, ())) == 1
-            return n if ok else None
-
-        def scalar(n):
-            c = [self.consts[i] for i in n.input if i in self.consts]
-            return float(np.asarray(c[0]).reshape(-1)[0]) if len(c) == 1 and np.size(c[0]) == 1 else None
-
         for x, r in (node.input[:2], node.input[1::-1]):
-            if node.op_type == "Div":
-                if x != node.input[0]:
-                    continue
-                sqrt = made(r, "Sqrt")
-            else:
-                inv = made(r, "Reciprocal", "Div")
-                if inv is None or inv.op_type == "Div" and (inv.input[0] not in self.consts or scalar(inv) != 1):
-                    continue
-                sqrt = made(inv.input[-1], "Sqrt")
-            add = sqrt and made(sqrt.input[0], "Add")
-            eps = add and scalar(add)
-            mean = add and made(next(i for i in add.input if i not in self.consts), "ReduceMean")
-            if not mean or eps is None:
-                continue
-            square = made(mean.input[0], "Pow", "Mul")
-            if square is None or not (square.op_type == "Pow" and square.input[0] == x and scalar(square) == 2
-                                      or square.op_type == "Mul" and list(square.input) == [x, x]):
-                continue
-            rank = len(self.shapes.get(x, ()))
-            a = self._attrs(mean)
-            axes = a.get("axes") if len(mean.input) < 2 else self.consts.get(mean.input[1])
-            if rank < 2 or not a.get("keepdims", 1):
-                raise self.fail(mean, f"an RMS norm of a rank-{rank} tensor, keepdims "
-                                      f"{a.get('keepdims', 1)}: dlib's rms_norm keeps each sample's shape")
-            if axes is None or sorted(int(v) % rank for v in np.reshape(axes, -1)) != list(range(1, rank)):
-                raise self.fail(mean, f"an RMS norm over axes {axes} of a rank-{rank} tensor: dlib's "
-                                      f"rms_norm takes the mean over all of a sample's values")
-            k = sample_dims(self.shapes[x])[0]
-            return x, (layers.rms_norm_(eps), set_rms_gamma, {"gamma": np.ones(k)})
+            sqrt = self._rms_denominator(node, x, r)
+            found = sqrt and self._mean_square_plus_eps(sqrt.input[0], x)
+            if found:
+                mean, eps = found
+                self._check_rms_axes(mean, x)
+                k = sample_dims(self.shapes[x])[0]
+                return x, (layers.rms_norm_(eps), set_rms_gamma, {"gamma": np.ones(k)})
         return None
+
+    def _read_once(self, t, *ops):
+        """The node making ``t`` when it is one of ``ops`` and ``t`` is read only once."""
+        n = self.producer.get(t)
+        return n if n is not None and n.op_type in ops and len(self.readers.get(t, ())) == 1 else None
+
+    def _scalar(self, node):
+        """The value of ``node``'s one scalar constant input, or None."""
+        c = [self.consts[i] for i in node.input if i in self.consts]
+        return float(np.asarray(c[0]).reshape(-1)[0]) if len(c) == 1 and np.size(c[0]) == 1 else None
+
+    def _rms_denominator(self, node, x, r):
+        """The Sqrt that ``x`` is divided by: ``node`` is ``Div(x, r = Sqrt)``, or ``Mul(x, r)``
+        with ``r`` a Reciprocal or ``Div(1, .)`` of a Sqrt; else None."""
+        if node.op_type == "Div":
+            return self._read_once(r, "Sqrt") if x == node.input[0] else None
+        inv = self._read_once(r, "Reciprocal", "Div")
+        if inv is None or inv.op_type == "Div" and (inv.input[0] not in self.consts or self._scalar(inv) != 1):
+            return None
+        return self._read_once(inv.input[-1], "Sqrt")
+
+    def _mean_square_plus_eps(self, t, x):
+        """``(ReduceMean node, eps)`` when ``t`` is ``mean(x**2) + eps`` (the square as Pow(x, 2)
+        or Mul(x, x)); else None."""
+        add = self._read_once(t, "Add")
+        eps = add and self._scalar(add)
+        mean = add and self._read_once(next(i for i in add.input if i not in self.consts), "ReduceMean")
+        square = mean and self._read_once(mean.input[0], "Pow", "Mul")
+        if eps is None or not square:
+            return None
+        squares_x = (square.op_type == "Pow" and square.input[0] == x and self._scalar(square) == 2
+                     or square.op_type == "Mul" and list(square.input) == [x, x])
+        return (mean, eps) if squares_x else None
+
+    def _check_rms_axes(self, mean, x):
+        """dlib's rms_norm takes the mean over every value of a sample: refuse other axes."""
+        rank = len(self.shapes.get(x, ()))
+        a = self._attrs(mean)
+        axes = a.get("axes") if len(mean.input) < 2 else self.consts.get(mean.input[1])
+        if rank < 2 or not a.get("keepdims", 1):
+            raise self.fail(mean, f"an RMS norm of a rank-{rank} tensor, keepdims "
+                                  f"{a.get('keepdims', 1)}: dlib's rms_norm keeps each sample's shape")
+        if axes is None or sorted(int(v) % rank for v in np.reshape(axes, -1)) != list(range(1, rank)):
+            raise self.fail(mean, f"an RMS norm over axes {axes} of a rank-{rank} tensor: dlib's "
+                                  f"rms_norm takes the mean over all of a sample's values")
 
     def _append(self, steps, node, output=None):
         """``steps`` with one-input ``node``'s step added: its layer; for an Add of a constant

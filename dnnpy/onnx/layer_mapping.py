@@ -155,10 +155,9 @@ class NodeLayers:
 
     def _layers(self, node, shape, output):
         """The steps (``(layer, setter, values)``) of one-input ``node`` making its ``output``
-        from a tensor of ``shape``: none for a dropped node, several for a Transpose."""
+        from a tensor of ``shape``: none for a dropped node, one or more otherwise (a Transpose
+        goes through ``transpose_ways``: the importer picks a way by the steps around it)."""
         op = node.op_type
-        if op == "Transpose":
-            return self.transpose_ways(node, shape)[0]
         if op in ("Split", "Slice"):
             return [self._crop(node, shape, output)]
         if op == "Reshape" and len(self.shapes.get(output, ())) in (3, 4):

@@ -1,5 +1,6 @@
 """oneDNN under the numpy twin: the CPU twin's accelerator for float32 convolutions,
-pooling, the ReLU gradient, batch norm and matrix products (docs/performance.md).
+pooling, the ReLU gradient, batch norm, the per-channel affine transform and matrix products
+(docs/performance.md).
 
 The numpy twin stays the complete reference: float64, other platforms, and every case
 oneDNN refuses run there. Each op entry point here has the twin's signature and returns
