@@ -7,6 +7,13 @@ a side is copied over only when the other one was written since. ``host()`` and
 ``device_read()`` do not (the host view they return is read-only, so the contract is
 enforced rather than trusted).
 
+On the CPU, oneDNN's kernels may keep a storage's values in one of their blocked layouts
+(``nChw16c``: channels in blocks of 16) between two of them, as a third side, the "layout
+mirror": an opaque object of the op module with ``write_host(flat)`` that reorders its values
+into the flat host array. ``host()``/``host_read()`` reorder when only the mirror is current,
+so numpy code never sees the difference; ``layout_mirror()`` and ``set_layout_mirror()`` are
+for the ops that read and write it (docs/performance.md).
+
 ``alias_tensor(shape)(t, offset)`` is a view into ``t``'s storage: dlib keeps each layer's
 parameters in one flat tensor and reaches filters and biases through aliases, and so do we.
 
@@ -84,12 +91,15 @@ def _device_empty(size, dtype):
 
 
 class _storage:
-    """Flat float32 memory on the host with a lazily created device mirror.
+    """Flat float32 memory on the host with a lazily created device mirror and, on the
+    CPU, an optional layout mirror (the module docstring). At least one side is current.
 
-    ``generation`` counts the writable views handed out (host or device): a
-    ``read_only_view`` remembers it and refuses to read once it has moved on."""
+    ``generation`` counts the writes (writable views handed out, host or device, and
+    layout mirrors set alone): a ``read_only_view`` remembers it and refuses to read once it
+    has moved on."""
 
-    __slots__ = ("host_array", "device_array", "host_current", "device_current", "generation")
+    __slots__ = ("host_array", "device_array", "host_current", "device_current", "generation",
+                 "mirror", "mirror_current")
 
     def __init__(self, capacity: int, dtype=None):
         self.host_array = np.empty(capacity, dtype=dtype or _default_dtype())
@@ -97,6 +107,18 @@ class _storage:
         self.host_current = True
         self.device_current = False
         self.generation = 0
+        self.mirror = None
+        self.mirror_current = False
+
+    def __getstate__(self):
+        # copies and pickles carry the host values, never the mirror (it holds oneDNN handles)
+        self.sync_to_host()
+        return {"host_array": self.host_array, "generation": self.generation}
+
+    def __setstate__(self, state):
+        self.__init__(0, state["host_array"].dtype)
+        self.host_array = state["host_array"]
+        self.generation = state["generation"]
 
     @property
     def capacity(self) -> int:
@@ -104,6 +126,10 @@ class _storage:
 
     def sync_to_host(self):
         if not self.host_current:
+            if self.mirror_current:
+                self.mirror.write_host(self.host_array)
+                self.host_current = True
+                return
             # the device copy may have been written on any stream (a non-blocking one is not
             # ordered with the stream current now), so wait for the whole device first
             self.device_array.device.synchronize()
@@ -113,6 +139,7 @@ class _storage:
     def sync_to_device(self):
         if self.device_current:
             return
+        self.sync_to_host()
         if self.device_array is None or self.device_array.size != self.host_array.size:
             self.device_array = _device_empty(self.host_array.size, self.host_array.dtype)
         self.device_array.set(self.host_array)
@@ -183,7 +210,7 @@ class tensor:
         """Writable NCHW numpy view; marks the device copy stale."""
         s = self._storage
         s.sync_to_host()
-        s.device_current = False
+        s.device_current = s.mirror_current = False
         s.generation += 1
         return self._window(s.host_array)
 
@@ -203,7 +230,7 @@ class tensor:
             s.host_current = True
         else:
             s.sync_to_host()
-        s.device_current = False
+        s.device_current = s.mirror_current = False
         s.generation += 1
         return self._window(s.host_array)
 
@@ -211,7 +238,7 @@ class tensor:
         """Writable CuPy view; marks the host copy stale. Needs CuPy and a GPU."""
         s = self._storage
         s.sync_to_device()
-        s.host_current = False
+        s.host_current = s.mirror_current = False
         s.generation += 1
         return self._window(s.device_array)
 
@@ -230,7 +257,7 @@ class tensor:
         if s.device_array is None or s.device_array.size != s.host_array.size:
             s.device_array = _device_empty(s.host_array.size, s.host_array.dtype)
         s.device_current = True
-        s.host_current = False
+        s.host_current = s.mirror_current = False
         s.generation += 1
         return self._window(s.device_array)
 
@@ -242,7 +269,7 @@ class tensor:
         s.sync_to_host()
         flat = s.host_array[self._offset:]
         if writable:
-            s.device_current = False
+            s.device_current = s.mirror_current = False
             s.generation += 1
         else:
             flat.flags.writeable = False
@@ -253,7 +280,7 @@ class tensor:
         s = self._storage
         s.sync_to_device()
         if writable:
-            s.host_current = False
+            s.host_current = s.mirror_current = False
             s.generation += 1
         return s.device_array[self._offset:]
 
@@ -362,6 +389,33 @@ class tensor:
         s = self._storage
         return (s, self._offset, self._shape, s.generation)
 
+    def covers_storage(self) -> bool:
+        """Whether this view is its whole storage (not a window into a larger one)."""
+        return self._covers_storage()
+
+    def layout_mirror(self, stale_too=False):
+        """The storage's layout mirror when it is current (or, with ``stale_too``, whenever
+        there is one: its buffer may be reused) and this view covers the whole storage (the
+        only views a mirror serves), else None. For CPU ops."""
+        s = self._storage
+        if (s.mirror_current or stale_too) and self._covers_storage():
+            return s.mirror
+        return None
+
+    def set_layout_mirror(self, mirror, host_current: bool):
+        """Make ``mirror`` (holding this view's values, in a layout of the op's) the storage's
+        current layout mirror; this view must cover its storage. ``host_current``: the host
+        copy holds the same values (the mirror was reordered from it); False means an op has
+        just written the mirror alone, a write: the host and device copies become stale."""
+        if not self._covers_storage():
+            raise ValueError(f"set_layout_mirror: the view {self._shape} at {self._offset} does "
+                             f"not cover its storage of {self._storage.capacity} elements")
+        s = self._storage
+        if not host_current:
+            s.host_current = s.device_current = False
+            s.generation += 1
+        s.mirror, s.mirror_current = mirror, True
+
     def is_host_current(self) -> bool:
         """Whether the host copy of the storage holds the latest values (tests, diagnostics)."""
         return self._storage.host_current
@@ -416,6 +470,10 @@ class resizable_tensor(tensor):
         size = shape[0] * shape[1] * shape[2] * shape[3]
         if size > self._storage.capacity or self._storage.host_array.dtype != _default_dtype():
             self._storage = _storage(size)
+        elif shape != self._shape and self._storage.mirror_current:
+            # a layout mirror holds one shape's layout: the storage keeps its bytes in NCHW
+            self._storage.sync_to_host()
+            self._storage.mirror_current = False
         self._shape = shape
         return self
 
@@ -500,6 +558,16 @@ class read_only_view(tensor):
             self._refuse_write()
         self._check()
         return super().device_strided_base(False)
+
+    def layout_mirror(self, stale_too=False):
+        self._check()
+        return super().layout_mirror(stale_too)
+
+    def set_layout_mirror(self, mirror, host_current: bool):
+        if not host_current:
+            self._refuse_write()
+        self._check()
+        super().set_layout_mirror(mirror, True)
 
     def _refuse_write(self, *args, **kwargs):
         """Refused: the view is read-only (copy it with ``.numpy()``)."""

@@ -27,6 +27,7 @@ Modules:
 - ``bnorm.py``: batch normalization backward
 - ``conv.py``: convolution: forward (fused bias and ReLU), data gradient and filter gradient
 - ``eltwise.py``: ReLU backward, for ``relu_gradient``
+- ``layout.py``: tensors whose values stay in a blocked layout between two oneDNN ops
 - ``matmul.py``: matmul, for the CPU twin's channel-wise ``gemm``
 - ``pooling.py``: max and average pooling, forward and backward
 """

@@ -122,6 +122,7 @@ SIGNATURES = {
     "dnnl_memory_desc_create_with_tag": (_ST, [_PH, c_int, _D, _E, _E]),
     "dnnl_memory_desc_create_with_strides": (_ST, [_PH, c_int, _D, _E, _D]),
     "dnnl_memory_desc_destroy": (_ST, [_H]),
+    "dnnl_memory_desc_clone": (_ST, [_PH, _H]),
     "dnnl_memory_desc_equal": (c_int, [_H, _H]),
     "dnnl_memory_desc_get_size": (c_size_t, [_H]),
     "dnnl_memory_create": (_ST, [_PH, _H, _H, c_void_p]),

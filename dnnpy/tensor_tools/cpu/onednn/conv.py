@@ -45,10 +45,13 @@ import threading
 
 import numpy as np
 
+from ....tensor import tensor
 from . import _api as A
 from . import _primitive as P
 from . import _state
+from . import layout as _mirrors
 from ._common import OwnedPD, scratch
+from .layout import aligned as _aligned
 
 __all__ = ["conv_forward", "conv_backward_data", "conv_backward_filters", "layout_mode",
            "chosen_layouts", "clear_cache", "FEW_CHANNELS"]
@@ -102,14 +105,6 @@ def clear_cache():
     _cache.clear()
     with _layouts_lock:
         _layouts.clear()
-
-
-def _aligned(nbytes):
-    """A 64-byte aligned uint8 buffer (the blocked intermediates; oneDNN's JIT kernels are
-    faster on aligned rows)."""
-    raw = np.empty(nbytes + 64, np.uint8)
-    off = (-P.pointer(raw)) % 64
-    return raw[off:off + nbytes]
 
 
 class _Conv:
@@ -191,17 +186,16 @@ class _Conv:
         self.prim = self._own(P.Primitive(pd, external))
         self.impl = self.prim.impl()
         # blocked buffers and the reorders around the primitive
-        self._addr = {}          # role -> address of its blocked buffer
-        self._pre = []           # (reorder, role): caller's buffer -> blocked
-        self._post = None        # reorder blocked -> caller's buffer
+        self._inputs = inputs
+        self._md = {role: chosen[role] for role in blocked}   # borrowed from the pd
+        self._addr = {}          # role -> address of its own blocked buffer (no mirror)
+        self._reorder_in = {}    # role -> reorder NCHW -> blocked
+        self._post = None        # reorder blocked -> NCHW, for an output with no mirror
         for role in blocked:
             buf = self._own(_Buffer(_aligned(api.dnnl_memory_desc_get_size(chosen[role]))))
             self._addr[role] = P.pointer(buf.array)
-            if role != out_role or main_sum:
-                self._pre.append((self._own(P.Reorder(plain[role], chosen[role])), role))
-        self._roles = [(_ROLES[role][0], role) for role in chosen]
-        if bias:
-            self._roles.append((_ROLES[bias_role][0], bias_role))
+            if role != out_role:
+                self._reorder_in[role] = self._own(P.Reorder(plain[role], chosen[role]))
         self.out_role, self.bias_role = out_role, (bias_role if bias else None)
         if out_role in blocked:
             self._post = self._own(P.Reorder(chosen[out_role], plain[out_role],
@@ -212,25 +206,55 @@ class _Conv:
             self._scratch_add = add and not main_sum
         self.out_shape = shapes[out_role]
 
-    def run(self, buffers):
-        """Execute on ``{role: C-contiguous float32 array}``; the output role's array is
-        assigned or added to, per the flags this object was built with."""
-        out = buffers[self.out_role]
-        for reorder, role in self._pre:
-            reorder({_ARG["DNNL_ARG_FROM"]: buffers[role],
-                     _ARG["DNNL_ARG_TO"]: self._addr[role]})
-        target = scratch("conv_result", self.out_shape) if self._scratch_add else out
+    def run(self, inputs, out, bias=None, relu=False):
+        """Execute: ``inputs`` ``{role: tensor}`` are read, ``out`` (a tensor) is assigned
+        or added to per this object's flags, ``bias`` (a float32 array) added, then ReLU
+        (numpy's ``maximum``: it keeps NaN) when asked. A blocked input is taken from the
+        tensor's layout mirror when that holds it, otherwise reordered into the mirror
+        (kept for the next op reading that layout); an assigned blocked output is left in
+        ``out``'s mirror (``layout.py``)."""
         args = {}
-        for arg, role in self._roles:
-            addr = self._addr.get(role)
-            args[arg] = addr if addr is not None else (target if role == self.out_role
-                                                       else buffers[role])
-        self.prim(args)
+        for role in self._inputs:
+            t = inputs[role]
+            md = self._md.get(role)
+            if md is None:
+                args[role] = t.host_read()
+                continue
+            m = _mirrors.current(t, md)
+            if m is None:
+                src = t.host_read()
+                m = _mirrors.fresh(t, md)
+                self._reorder_in[role]({_ARG["DNNL_ARG_FROM"]: src, _ARG["DNNL_ARG_TO"]:
+                                        m.address if m is not None else self._addr[role]})
+                if m is not None:
+                    t.set_layout_mirror(m, host_current=True)
+            args[role] = m.address if m is not None else self._addr[role]
+        if bias is not None:
+            args[self.bias_role] = bias
+        mirror = None
+        if self._post is not None and not self.add:
+            mirror = _mirrors.fresh(out, self._md[self.out_role])
+        if mirror is not None:
+            args[self.out_role] = mirror.address
+        elif self._post is not None:
+            args[self.out_role] = self._addr[self.out_role]
+        else:
+            dest = out.host() if self.add else out.host_write_only()
+            args[self.out_role] = (scratch("conv_result", self.out_shape) if self._scratch_add
+                                   else dest)
+        self.prim({_ROLES[role][0]: buf for role, buf in args.items()})
+        if mirror is not None:
+            if relu:
+                np.maximum(mirror.floats, 0, out=mirror.floats)
+            out.set_layout_mirror(mirror, host_current=False)
+            return
         if self._post is not None:
-            self._post({_ARG["DNNL_ARG_FROM"]: self._addr[self.out_role],
-                        _ARG["DNNL_ARG_TO"]: out})
+            dest = out.host() if self.add else out.host_write_only()
+            self._post({_ARG["DNNL_ARG_FROM"]: self._addr[self.out_role], _ARG["DNNL_ARG_TO"]: dest})
         elif self._scratch_add:
-            out += target
+            dest += args[self.out_role]
+        if relu:
+            np.maximum(dest, 0, out=dest)
 
     def destroy(self):
         objs, self._objs = self._objs, []
@@ -330,8 +354,9 @@ def _geometry(x_shape, w_shape, y_shape, sy, sx, py, px):
     return (n, c, h, w, k, r, s, y_shape[2], y_shape[3], int(sy), int(sx), int(py), int(px))
 
 
-def _usable(*arrays):
-    return P.f32_contiguous(*arrays) and all(a.size for a in arrays)
+def _usable(*tensors):
+    """Non-empty float32 dnnpy tensors (a duck-typed stand-in runs on numpy)."""
+    return all(isinstance(t, tensor) and t.dtype == np.float32 and t.size() for t in tensors)
 
 
 # ----------------------------------------------------------------------------------------
@@ -343,23 +368,17 @@ def conv_forward(add_to_output, output, data, filters, stride_y, stride_x, paddi
     False when numpy must run it."""
     if not _state.active():
         return False
-    x, w, y = data.host_read(), filters.host_read(), output.host_read()
-    b = biases.host_read().reshape(-1) if biases is not None else None
-    if not _usable(x, w, y, *(() if b is None else (b,))):
+    if not _usable(data, filters, output, *(() if biases is None else (biases,))):
         return False
-    geom = _geometry(x.shape, w.shape, y.shape, stride_y, stride_x, padding_y, padding_x)
-    buffers = {"src": x, "weights": w, "dst": y}
-    if b is not None:
-        buffers["bias"] = b
+    geom = _geometry(data.shape, filters.shape, output.shape, stride_y, stride_x, padding_y,
+                     padding_x)
     # no fused ReLU post-op: oneDNN's ReLU maps NaN to 0, which would hide a diverging net;
     # numpy's maximum (one pass over the output) keeps NaN, as dlib and cuDNN do
-    op = _op(_FWD, geom, (b is not None, bool(add_to_output)))
+    op = _op(_FWD, geom, (biases is not None, bool(add_to_output)))
     if op is None:
         return False
-    out = buffers["dst"] = output.host() if add_to_output else output.host_write_only()
-    op.run(buffers)
-    if use_relu:
-        np.maximum(out, 0, out=out)
+    op.run({"src": data, "weights": filters}, output,
+           None if biases is None else biases.host_read().reshape(-1), use_relu)
     return True
 
 
@@ -368,16 +387,14 @@ def conv_backward_data(add_to_output, gradient_input, filters, data_gradient, st
     """``data_gradient (+)=`` the data gradient; False when numpy must run it."""
     if not _state.active():
         return False
-    dy, w, dx = gradient_input.host_read(), filters.host_read(), data_gradient.host_read()
-    if not _usable(dy, w, dx):
+    if not _usable(gradient_input, filters, data_gradient):
         return False
-    geom = _geometry(dx.shape, w.shape, dy.shape, stride_y, stride_x, padding_y, padding_x)
-    buffers = {"diff_dst": dy, "weights": w, "diff_src": dx}
+    geom = _geometry(data_gradient.shape, filters.shape, gradient_input.shape, stride_y,
+                     stride_x, padding_y, padding_x)
     op = _op(_BWD_DATA, geom, (False, bool(add_to_output)))
     if op is None:
         return False
-    buffers["diff_src"] = data_gradient.host() if add_to_output else data_gradient.host_write_only()
-    op.run(buffers)
+    op.run({"diff_dst": gradient_input, "weights": filters}, data_gradient)
     return True
 
 
@@ -387,20 +404,14 @@ def conv_backward_filters(add_to_output, gradient_input, data, filters_gradient,
     the bias gradient (always assigned); False when numpy must run it."""
     if not _state.active():
         return False
-    dy, x, dw = gradient_input.host_read(), data.host_read(), filters_gradient.host_read()
-    db = bias_gradient.host_read().reshape(-1) if bias_gradient is not None else None
-    if not _usable(dy, x, dw, *(() if db is None else (db,))):
+    if not _usable(gradient_input, data, filters_gradient,
+                   *(() if bias_gradient is None else (bias_gradient,))):
         return False
-    geom = _geometry(x.shape, dw.shape, dy.shape, stride_y, stride_x, padding_y, padding_x)
-    buffers = {"diff_dst": dy, "src": x, "diff_weights": dw}
-    if db is not None:
-        buffers["diff_bias"] = db
-    op = _op(_BWD_FILTERS, geom, (db is not None, bool(add_to_output)))
+    geom = _geometry(data.shape, filters_gradient.shape, gradient_input.shape, stride_y,
+                     stride_x, padding_y, padding_x)
+    op = _op(_BWD_FILTERS, geom, (bias_gradient is not None, bool(add_to_output)))
     if op is None:
         return False
-    buffers["diff_weights"] = (filters_gradient.host() if add_to_output
-                               else filters_gradient.host_write_only())
-    if db is not None:
-        buffers["diff_bias"] = bias_gradient.host_write_only().reshape(-1)
-    op.run(buffers)
+    op.run({"src": data, "diff_dst": gradient_input}, filters_gradient,
+           None if bias_gradient is None else bias_gradient.host_write_only().reshape(-1))
     return True
