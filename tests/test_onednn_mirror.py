@@ -130,3 +130,128 @@ def test_a_window_has_no_mirror():
     assert y.layout_mirror() is None and y.is_host_current()
     with pytest.raises(ValueError, match="does not cover its storage"):
         y.set_layout_mirror(object(), host_current=True)
+
+
+# -- ops that run on the blocked values ----------------------------------------------------
+# Each is compared with the same op on NCHW copies of its inputs (the host route). ReLU,
+# its gradient, sums and copies are element-wise: bit-equal. Batch norm's statistics are
+# summed in another order (float32 rows of one pixel row, then float64, against rows of a
+# whole plane): 1e-6 of the largest value for the outputs, 1e-6 relative for the
+# statistics, and its gradient is oneDNN's jit kernel against its NCHW kernel: 1e-5.
+
+import dnnpy.tensor_tools as tt  # noqa: E402
+
+
+def _blocked_pair(rng, shape=(2, 32, 5, 6)):
+    """A tensor whose values are blocked (a convolution's output) and an NCHW copy."""
+    x = _tensor(_data(rng, shape[0], shape[1], shape[2], shape[3]))
+    w = _tensor(_data(rng, shape[1], shape[1], 3, 3) / 10)
+    y = _conv(x, w, shape[1])
+    assert y.layout_mirror() is not None and y.layout_mirror().lanes()
+    return y, _tensor(y.host_read().copy())
+
+
+def _still_blocked(y):
+    got = y.layout_mirror()
+    assert got is not None and not y.is_host_current()
+    return y.host_read()
+
+
+def test_relu_add_and_copies_run_blocked_and_equal():
+    rng = np.random.default_rng(6)
+    a, a_host = _blocked_pair(rng)
+    b, b_host = _blocked_pair(rng)
+    out, out_host = resizable_tensor(*a.shape), resizable_tensor(*a.shape)
+    tt.relu(out, a)
+    tt.relu(out_host, a_host)
+    assert np.array_equal(_still_blocked(out), out_host.host_read())
+    tt.add(out, a, b)                                   # add_prev's forward
+    tt.add(out_host, a_host, b_host)
+    assert np.array_equal(_still_blocked(out), out_host.host_read())
+    tt.add(1, out, 2, b)                                # out += 2 b, out blocked
+    tt.add(1, out_host, 2, b_host)
+    assert np.array_equal(_still_blocked(out), out_host.host_read())
+    plain = _tensor(np.ones(a.shape, np.float32))       # an NCHW source joins the layout
+    tt.add(out, plain, a)
+    tt.add(out_host, plain, a_host)
+    assert np.array_equal(_still_blocked(out), out_host.host_read())
+    tt.add(0, out, 1, a)                                # a copy
+    assert np.array_equal(_still_blocked(out), a_host.host_read())
+
+
+def test_relu_gradient_runs_blocked_and_equals():
+    rng = np.random.default_rng(7)
+    y, y_host = _blocked_pair(rng)
+    for add_to in (False, True):
+        gi, gi_host = _blocked_pair(rng)
+        g, g_host = _blocked_pair(rng)
+        tt.relu_gradient(g, y, gi, add_to)
+        tt.relu_gradient(g_host, y_host, gi_host, add_to)
+        assert np.array_equal(_still_blocked(g), g_host.host_read())
+    tt.relu_gradient(gi, y, gi)                         # in place
+    tt.relu_gradient(gi_host, y_host, gi_host)
+    assert np.array_equal(_still_blocked(gi), gi_host.host_read())
+
+
+def _bn(x, gamma, beta, rm, rv, f):
+    dest, means, invstds = resizable_tensor(), resizable_tensor(), resizable_tensor()
+    tt.batch_normalize_conv(1e-5, dest, means, invstds, f, rm, rv, x, gamma, beta)
+    return dest, means, invstds
+
+
+def test_batch_norm_runs_blocked_and_equals_nchw():
+    rng = np.random.default_rng(8)
+    x, x_host = _blocked_pair(rng, (4, 32, 6, 7))
+    x.host()[...] += 10                                 # a mean far from 0; back to blocked:
+    x = _tensor(x.host_read().copy())
+    w = _tensor(np.eye(32, dtype=np.float32).reshape(32, 32, 1, 1))
+    y = resizable_tensor(*x.shape)
+    assert oc.conv_forward(False, y, x, w, 1, 1, 0, 0)  # an identity convolution: blocked x
+    x_host = _tensor(y.host_read().copy())
+    gamma, beta = _tensor(_data(rng, 1, 32, 1, 1)), _tensor(_data(rng, 1, 32, 1, 1))
+    rm, rv = _data(rng, 1, 32, 1, 1), np.abs(_data(rng, 1, 32, 1, 1))
+    stats = [_tensor(rm), _tensor(rv), _tensor(rm), _tensor(rv)]    # running statistics
+    got = _bn(y, gamma, beta, stats[0], stats[1], 0.1)
+    want = _bn(x_host, gamma, beta, stats[2], stats[3], 0.1)
+    out = _still_blocked(got[0])
+    ref = want[0].host_read()
+    assert np.abs(out - ref).max() <= 1e-6 * np.abs(ref).max()
+    for a, b in zip(got[1:] + (stats[0], stats[1]), want[1:] + (stats[2], stats[3])):
+        np.testing.assert_allclose(a.host_read(), b.host_read(), rtol=1e-6)
+
+    # the gradient: data gradient blocked (assigned, then added to), gamma and beta's
+    gi, gi_host = _blocked_pair(rng, x.shape)
+    for add_to in (False, True):
+        grads = [resizable_tensor(1, 32, 1, 1) for _ in range(4)]
+        dx, dx_host = _blocked_pair(rng, x.shape)
+        tt.batch_normalize_conv_gradient(1e-5, gi, got[1], got[2], y, gamma, dx, grads[0],
+                                         grads[1], add_to)
+        tt.batch_normalize_conv_gradient(1e-5, gi_host, got[1], got[2], x_host, gamma, dx_host,
+                                         grads[2], grads[3], add_to)
+        g, ref = _still_blocked(dx), dx_host.host_read()
+        assert np.abs(g - ref).max() <= 1e-5 * np.abs(ref).max()
+        for a, b in zip(grads[:2], grads[2:]):
+            np.testing.assert_allclose(a.host_read(), b.host_read(), rtol=1e-5, atol=1e-5)
+
+
+def test_force_numpy_runs_on_nchw():
+    rng = np.random.default_rng(9)
+    a, a_host = _blocked_pair(rng)
+    out = resizable_tensor(*a.shape)
+    with onednn.force_numpy():
+        tt.relu(out, a)
+    assert out.layout_mirror() is None and out.is_host_current()
+    assert np.array_equal(out.host_read(), np.maximum(a_host.host_read(), 0))
+
+
+def test_affine_transform_runs_blocked_and_equals():
+    # dlib's inference nets' affine layer: a product then a sum, each rounded, as numpy's
+    rng = np.random.default_rng(10)
+    x, x_host = _blocked_pair(rng)
+    a, b = _tensor(_data(rng, 1, 32, 1, 1)), _tensor(_data(rng, 1, 32, 1, 1))
+    out, out_host = resizable_tensor(*x.shape), resizable_tensor(*x.shape)
+    tt.affine_transform_conv(out, x, a, b)
+    tt.affine_transform_conv(out_host, x_host, a, b)
+    assert np.array_equal(_still_blocked(out), out_host.host_read())
+    tt.affine_transform_conv(x, x, a, b)                # in place
+    assert np.array_equal(_still_blocked(x), out_host.host_read())

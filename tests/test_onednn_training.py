@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import dnnpy
-from dnnpy import (adam, avg_pool, bn_con, bn_fc, con, cont, dnn_trainer, fc, input_rgb_image,
+from dnnpy import (adam, add_prev1, avg_pool, avg_pool_everything, bn_con, tag1, bn_fc, con, cont, dnn_trainer, fc, input_rgb_image,
                    loss_mean_squared_per_channel_and_pixel, loss_multiclass_log, max_pool, relu,
                    sgd)
 from dnnpy.tensor_tools.cpu import onednn
@@ -56,6 +56,37 @@ def test_classifier_steps_match_numpy():
 
     got, want = _both(net_type, make, data, labels)
     assert want[-1] < want[0]                          # it trains
+    np.testing.assert_allclose(got, want, rtol=1e-4)
+
+
+def test_residual_steps_match_numpy_and_stay_blocked():
+    # 16 channels: convolutions, batch norms, ReLUs and the residual sum pass oneDNN's blocked
+    # values to each other (layout mirrors) in both directions
+    net_type = loss_multiclass_log[fc[5, avg_pool_everything[relu[add_prev1[bn_con[con[
+        16, 3, 3, 1, 1, relu[bn_con[con[16, 3, 3, 1, 1, tag1[relu[bn_con[con[
+            16, 3, 3, 1, 1, input_rgb_image]]]]]]]]]]]]]]
+    data = _images(8, 12)
+    labels = [int(v) for v in RNG.integers(0, 5, 8)]
+
+    def make(net):
+        t = dnn_trainer(net, sgd())
+        t.set_learning_rate(0.05)
+        return t
+
+    net = net_type()
+    net(data[:2])
+    twin = copy.deepcopy(net)
+    got = np.array(_losses(make(net), data, labels, 6))
+    blocked = []
+    for i in range(net.num_layers):
+        try:
+            blocked += [i] if dnnpy.layer(net, i).get_output().layout_mirror() else []
+        except (RuntimeError, AttributeError):  # hidden under an in-place layer; the input layer
+            pass
+    assert len(blocked) >= 4, blocked           # the outputs from the first con to the last relu
+    with dnnpy.force_numpy():
+        want = np.array(_losses(make(twin), data, labels, 6))
+    assert want[-1] < want[0]
     np.testing.assert_allclose(got, want, rtol=1e-4)
 
 

@@ -15,7 +15,7 @@ from ..core import layer
 from ..tensor import alias_tensor
 from ..templates import check_tag, layer_template, tag_templates
 from ._serial import read_alias, write_alias
-from .base import computational_layer
+from .base import computational_layer, gradient_input_target
 
 __all__ = ["add_prev_", "mult_prev_", "multm_prev_", "scale_", "scale_prev_",
            "add_prev", "mult_prev", "multm_prev", "scale", "scale_prev"]
@@ -83,11 +83,16 @@ class add_prev_(_identity_map, _tag_merge):
         tt.add(output, t1, t2)
 
     def backward(self, gradient_input, sub, params_grad):
-        # each gradient is its own tensor plus the matching (cropped) part of gradient_input
-        g = sub.get_gradient_input()
-        tt.add(g, g, gradient_input)
-        g = self._tagged(sub).get_gradient_input()
-        tt.add(g, g, gradient_input)
+        # each gradient is its own tensor plus the matching (cropped) part of gradient_input;
+        # one this pass has not written yet is assigned when the shapes agree (no zero-fill)
+        for node in (sub, self._tagged(sub)):
+            g, add_to = gradient_input_target(node)
+            if not add_to and g.shape == gradient_input.shape:
+                tt.add(0, g, 1, gradient_input)
+                continue
+            if not add_to:
+                g.fill(0)
+            tt.add(g, g, gradient_input)
 
     def to_onnx(self, g, x):
         """``Add``; tensors of different sizes are zero-padded at the end of each dimension

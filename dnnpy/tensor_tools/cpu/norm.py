@@ -59,7 +59,11 @@ def _bn_train(conv, eps, dest, means, invstds, f, running_means, running_varianc
     the batch: the mean; then ``d = x - mean`` (the mean as stored, in the dtype) is formed
     once, in dest, and the biased variance is ``E[d**2] - E[d]**2`` (``E[d]`` is the tiny
     correction for the stored mean's rounding, so this is the two-pass variance, not the
-    cancelling ``E[x**2] - E[x]**2``). The output is ``d*(s*g) + b`` in place on d."""
+    cancelling ``E[x**2] - E[x]**2``). The output is ``d*(s*g) + b`` in place on d.
+    Conv mode runs on oneDNN's blocked values where the input has them (``_bn_blocked``)."""
+    if conv and _bn_blocked(eps, dest, means, invstds, f, running_means, running_variances,
+                            src, gamma, beta):
+        return
     x = src.host_read()
     x3 = _channels(x, conv)
     count = x3.shape[0] * x3.shape[2]
@@ -71,6 +75,14 @@ def _bn_train(conv, eps, dest, means, invstds, f, running_means, running_varianc
     np.subtract(x3, _channels(m, conv), out=d)
     shift = _channel_sums(d) / count
     var = np.maximum(_channel_sums(d, d) / count - shift * shift, 0.0)   # biased, as dlib's M2/count
+    _store_statistics(eps, mean, var, count, f, invstds, running_means, running_variances)
+    d *= _channels(invstds.host_read() * gamma.host_read(), conv)
+    d += _channels(beta.host_read(), conv)
+
+
+def _store_statistics(eps, mean, var, count, f, invstds, running_means, running_variances):
+    """``invstds`` from the biased variance, and the running statistics (dlib's unbiased
+    running variance) updated by the averaging factor ``f``."""
     unbiased = var * (count / (count - 1.0))
     invstd = 1.0 / np.sqrt(var + eps)
     invstds.host_write_only()[...] = invstd.reshape(invstds.shape)
@@ -82,8 +94,46 @@ def _bn_train(conv, eps, dest, means, invstds, f, running_means, running_varianc
         rm[...] = (1 - f) * rm.astype(np.float64) + f * mean.reshape(rm.shape)
         rv = running_variances.host()
         rv[...] = (1 - f) * rv.astype(np.float64) + f * unbiased.reshape(rv.shape)
-    d *= _channels(invstds.host_read() * gamma.host_read(), conv)
-    d += _channels(beta.host_read(), conv)
+
+
+def _bn_blocked(eps, dest, means, invstds, f, running_means, running_variances, src, gamma,
+                beta):
+    """``_bn_train``'s conv mode on the blocked values of ``src`` (a convolution's output
+    left in oneDNN's ``nChw{b}c`` layout), written to ``dest``'s blocked values: the same
+    statistics, with rows summed over a row of pixels in float32 and those sums in float64
+    (``_blocked_sums``). False when ``src`` has no such values."""
+    m = onednn.mirrored(dest, (src,))
+    if m is None or not m[1][0].lanes():
+        return False
+    out, (xm,), commit = m
+    x, d = xm.blocks(), out.blocks()
+    n, _, h, w = xm.shape
+    count = n * h * w
+    mean = _blocked_sums(x, xm.lanes()) / count
+    means.host_write_only()[...] = mean.reshape(means.shape)
+    np.subtract(x, onednn.channel_view(means.host_read(), xm), out=d)
+    shift = _blocked_sums(d, xm.lanes()) / count
+    var = np.maximum(_blocked_sums(d, xm.lanes(), d) / count - shift * shift, 0.0)
+    _store_statistics(eps, mean, var, count, f, invstds, running_means, running_variances)
+    d *= onednn.channel_view(invstds.host_read() * gamma.host_read(), xm)
+    d += onednn.channel_view(beta.host_read(), xm)
+    commit()
+    return True
+
+
+def _blocked_sums(a, lanes, b=None):
+    """Per channel of blocked values ``(N, C/b, H, W*b)`` (``Mirror.blocks``): ``sum(a)``
+    or ``sum(a*b)`` as float64 ``(C,)``: each row of W pixels summed in the data's dtype (a
+    matrix product with ones, or one dot product per row and lane), the N*H row sums in
+    float64."""
+    n, cb, h, wb = a.shape
+    w = wb // lanes
+    rows = a.reshape(-1, w, lanes)
+    if b is None:
+        sums = np.matmul(np.ones(w, a.dtype), rows)
+    else:
+        sums = np.einsum("rws,rws->rs", rows, b.reshape(-1, w, lanes))
+    return sums.reshape(n, cb, h, lanes).sum(axis=(0, 2), dtype=np.float64).reshape(-1)
 
 
 def batch_normalize(eps, dest, means, invstds, averaging_factor, running_means,

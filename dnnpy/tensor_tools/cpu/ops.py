@@ -30,10 +30,21 @@ def add(*args):
 
 
 def _add_scaled(beta, dest, alpha, src):
-    s = src.host_read()
+    m = onednn.mirrored(dest, (src,), read_out=beta != 0)
+    if m is not None:               # blocked values of one layout: element-wise on them
+        out, (s,), commit = m
+        _scaled_sum(beta, out.floats, alpha, s.floats)
+        commit()
+        return
+    _scaled_sum(beta, None, alpha, src.host_read(), dest)
+
+
+def _scaled_sum(beta, out, alpha, s, dest=None):
+    """``out = beta*out + alpha*s`` (``out``: ``dest.host()`` when None)."""
     if alpha != 1:
         s = float(alpha) * s
-    out = dest.host()
+    if out is None:
+        out = dest.host()
     if beta == 0:
         # assign rather than scale: dest may hold inf/NaN (test_layer's prefill does)
         out[...] = s
@@ -44,6 +55,13 @@ def _add_scaled(beta, dest, alpha, src):
 
 
 def _add_zero_padded(dest, src1, src2):
+    # one shape, blocked values of one layout: the first source holding them sets it
+    m = onednn.mirrored(dest, (src1, src2)) or onednn.mirrored(dest, (src2, src1))
+    if m is not None:
+        out, (a, b), commit = m
+        np.add(a.floats, b.floats, out=out.floats)
+        commit()
+        return
     a, b = src1.host_read(), src2.host_read()
     if a.shape == b.shape == dest.shape:
         np.add(a, b, out=dest.host())  # element-wise: safe when dest is a source
@@ -161,7 +179,14 @@ def log10(dest, src):
 
 def relu(dest, src):
     # numpy even where oneDNN is active: one pass that keeps NaN (oneDNN's ReLU maps NaN
-    # to 0, and checking the input first costs as much as this maximum)
+    # to 0, and checking the input first costs as much as this maximum); on blocked values
+    # where the input has them (padded lanes are 0 and stay 0)
+    m = onednn.mirrored(dest, (src,))
+    if m is not None:
+        out, (x,), commit = m
+        np.maximum(x.floats, 0.0, out=out.floats)
+        commit()
+        return
     np.maximum(src.host_read(), 0.0, out=dest.host())
 
 

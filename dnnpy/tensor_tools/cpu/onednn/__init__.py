@@ -45,8 +45,9 @@ __all__ = ["conv_forward", "conv_backward_data", "conv_backward_filters", "activ
 from .binary import affine_transform_conv
 from .bnorm import batch_normalize_conv_gradient, batch_normalize_gradient
 from .eltwise import relu_gradient
+from .layout import channel_view, mirrored
 from .matmul import gemm
 from .pooling import pooling_backward, pooling_forward
 
-__all__ += ["affine_transform_conv", "relu_gradient", "pooling_forward", "pooling_backward", "batch_normalize_gradient",
+__all__ += ["mirrored", "channel_view", "affine_transform_conv", "relu_gradient", "pooling_forward", "pooling_backward", "batch_normalize_gradient",
             "batch_normalize_conv_gradient", "gemm"]

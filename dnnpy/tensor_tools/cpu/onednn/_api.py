@@ -39,7 +39,7 @@ ENUMS = {
     "dnnl_success": 0, "dnnl_unimplemented": 3,
     "dnnl_data_type_undef": 0, "dnnl_f32": 3,
     "dnnl_format_tag_any": 1, "dnnl_a": 2, "dnnl_ab": 3, "dnnl_abcd": 5, "dnnl_ba": 14,
-    "dnnl_abdc": 20, "dnnl_acdb": 22, "dnnl_bacd": 25,
+    "dnnl_abdc": 20, "dnnl_acdb": 22, "dnnl_bacd": 25, "dnnl_aBcd16b": 78, "dnnl_aBcd8b": 102,
     "dnnl_forward_training": 64, "dnnl_forward_inference": 96, "dnnl_backward": 128,
     "dnnl_backward_data": 160, "dnnl_backward_weights": 192,
     "dnnl_convolution_direct": 1,

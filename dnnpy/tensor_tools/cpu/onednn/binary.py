@@ -3,6 +3,8 @@ B`` with ``A`` and ``B`` of shape ``(1, C, 1, 1)`` over an NCHW ``src`` (``affin
 the ``affine`` layer of dlib's inference nets): a multiplication with an addition post-op, one
 multi-threaded pass where numpy makes two on one thread. The float32 operations are numpy's
 (a product rounded, then a sum rounded: tests/test_cpu_twin_passes.py compares the bits).
+On blocked values (a convolution's output kept in its layout, ``layout.py``) it runs at
+any size, in that layout.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from . import _api as A
 from . import _primitive as P
 from ._common import cached, float32_tensors
 from ._state import active
+from .layout import mirrored
 
 __all__ = ["affine_transform_conv"]
 
@@ -18,6 +21,7 @@ _SRC_0, _SRC_1, _DST = A.ARGS["DNNL_ARG_SRC"], A.ARGS["DNNL_ARG_SRC_1"], A.ARGS[
 # post-op 0's second source (DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1)
 _SHIFT = A.ARGS["DNNL_ARG_ATTR_MULTIPLE_POST_OP_BASE"] | _SRC_1
 _cache = P.Cache()
+_BLOCKED_TAGS = {16: A.ENUMS["dnnl_aBcd16b"], 8: A.ENUMS["dnnl_aBcd8b"]}
 # below this many elements numpy's two passes cost no more than oneDNN's call (2 threads,
 # measured: 20 k elements 14 against 26 us, 170 k 35 against 42; 330 k 156 against 143,
 # 2.7 M 564 against 239)
@@ -25,8 +29,11 @@ MIN_ELEMENTS = 1 << 18
 
 
 class _Affine(P.Primitive):
-    def __init__(self, shape):
-        data, per_channel = P.plain(shape), P.plain((1, shape[1], 1, 1))
+    """On NCHW data, or on ``nChw{lanes}c`` blocked data."""
+
+    def __init__(self, shape, lanes=0):
+        data = P.MemoryDesc(shape, _BLOCKED_TAGS[lanes]) if lanes else P.plain(shape)
+        per_channel = P.plain((1, shape[1], 1, 1))
         attr = None
         try:
             attr = P.Attr(("binary_add", per_channel))
@@ -41,12 +48,34 @@ class _Affine(P.Primitive):
                          owned=[data, per_channel, attr])
 
 
+def _blocked(dest, src, A_, B):
+    """The transform on blocked values (``layout.mirrored``: ``src`` has them), of any size:
+    it keeps a convolution's output blocked for the next one."""
+    if A_.shape != (1, src.k(), 1, 1) or B.shape != A_.shape:
+        return False
+    if dest.is_aliased_with(A_) or dest.is_aliased_with(B):
+        return False
+    got = mirrored(dest, (src,))
+    if got is None or not got[1][0].lanes():
+        return False
+    out, (x,), commit = got
+    key = ("affine_transform_conv",) + tuple(x.shape) + (x.lanes(),)
+    prim = cached(_cache, key, lambda: _Affine(x.shape, x.lanes()), work=x.floats.size)
+    if prim is None:
+        return False
+    prim({_SRC_0: x.address, _SRC_1: A_.host_read(), _DST: out.address, _SHIFT: B.host_read()})
+    commit()
+    return True
+
+
 def affine_transform_conv(dest, src, A_, B) -> bool:
     """``dest = A*src + B`` for a 4-D ``src`` of at least ``MIN_ELEMENTS`` and per-channel
     ``A``, ``B``; dest is src (in place) or a separate tensor of src's shape, not A or B.
     False when numpy must run it."""
     if not active() or not float32_tensors(dest, src, A_, B):
         return False
+    if _blocked(dest, src, A_, B):
+        return True
     x, a, b = src.host_read(), A_.host_read(), B.host_read()
     if (x.ndim != 4 or x.size < MIN_ELEMENTS or dest.shape != src.shape or a.shape != (1, x.shape[1], 1, 1)
             or b.shape != a.shape or not P.f32_contiguous(x, a, b)):

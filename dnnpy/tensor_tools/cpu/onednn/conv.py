@@ -189,11 +189,13 @@ class _Conv:
         self._inputs = inputs
         self._md = {role: chosen[role] for role in blocked}   # borrowed from the pd
         self._addr = {}          # role -> address of its own blocked buffer (no mirror)
+        self._floats = {}        # role -> that buffer as float32
         self._reorder_in = {}    # role -> reorder NCHW -> blocked
         self._post = None        # reorder blocked -> NCHW, for an output with no mirror
         for role in blocked:
             buf = self._own(_Buffer(_aligned(api.dnnl_memory_desc_get_size(chosen[role]))))
             self._addr[role] = P.pointer(buf.array)
+            self._floats[role] = buf.array.view(np.float32)
             if role != out_role:
                 self._reorder_in[role] = self._own(P.Reorder(plain[role], chosen[role]))
         self.out_role, self.bias_role = out_role, (bias_role if bias else None)
@@ -211,8 +213,8 @@ class _Conv:
         or added to per this object's flags, ``bias`` (a float32 array) added, then ReLU
         (numpy's ``maximum``: it keeps NaN) when asked. A blocked input is taken from the
         tensor's layout mirror when that holds it, otherwise reordered into the mirror
-        (kept for the next op reading that layout); an assigned blocked output is left in
-        ``out``'s mirror (``layout.py``)."""
+        (kept for the next op reading that layout); a blocked output is left in ``out``'s
+        mirror (``layout.py``), or added there when ``out``'s values are in it."""
         args = {}
         for role in self._inputs:
             t = inputs[role]
@@ -232,9 +234,13 @@ class _Conv:
         if bias is not None:
             args[self.bias_role] = bias
         mirror = None
-        if self._post is not None and not self.add:
-            mirror = _mirrors.fresh(out, self._md[self.out_role])
-        if mirror is not None:
+        if self._post is not None:
+            md = self._md[self.out_role]
+            # added to: where out's values are blocked in this layout, added there
+            mirror = _mirrors.current(out, md) if self.add else _mirrors.fresh(out, md)
+        if mirror is not None and self.add:
+            args[self.out_role] = self._addr[self.out_role]
+        elif mirror is not None:
             args[self.out_role] = mirror.address
         elif self._post is not None:
             args[self.out_role] = self._addr[self.out_role]
@@ -244,6 +250,8 @@ class _Conv:
                                    else dest)
         self.prim({_ROLES[role][0]: buf for role, buf in args.items()})
         if mirror is not None:
+            if self.add:
+                np.add(mirror.floats, self._floats[self.out_role], out=mirror.floats)
             if relu:
                 np.maximum(mirror.floats, 0, out=mirror.floats)
             out.set_layout_mirror(mirror, host_current=False)

@@ -9,7 +9,9 @@ that is bit-identical to numpy's twin. Non-finite gradients differ, and only onc
 has already diverged: an infinite or NaN ``gi`` where ``dest <= 0`` gives NaN (numpy: 0, as
 dlib), and a NaN ``dest`` passes ``gi`` through (dlib: only in place). Either way a NaN
 shows and the trainer's divergence checks stop the run.
-Tensors are treated as flat 1-D vectors: one primitive per element count.
+Tensors are treated as flat 1-D vectors: one primitive per element count, on NCHW values or
+on blocked ones (``layout.mirrored``: where the output of the ReLU is blocked, the gradients
+are taken in its layout).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from . import _api as A
 from . import _primitive as P
 from ._common import OwnedPD, cached, float32_tensors, scratch
 from ._state import active
+from .layout import mirrored
 
 __all__ = ["relu_gradient"]
 
@@ -53,11 +56,36 @@ class _Backward(P.Primitive):
         super().__init__(pd, {_DIFF_DST: md, _DST: md, _DIFF_SRC: md}, owned=[md, hint])
 
 
+def _blocked(grad, dest, gradient_input, add_to):
+    """The gradient on blocked values (``layout.mirrored``: ``dest`` has them, the
+    gradients are taken in its layout), as one flat vector like NCHW's."""
+    if not float32_tensors(grad, gradient_input) or grad.is_aliased_with(dest):
+        return False
+    got = mirrored(grad, (dest, gradient_input), read_out=add_to and grad is not gradient_input)
+    if got is None:
+        return False
+    out, (d, gi), commit = got
+    n = d.floats.size
+    prim = cached(_cache, ("relu_gradient", n), lambda: _Backward(n), work=n)
+    if prim is None:
+        return False
+    if grad is gradient_input or not add_to:         # (in place: out is gi's mirror)
+        prim({_DIFF_DST: gi.floats, _DST: d.floats, _DIFF_SRC: out.floats})
+    else:
+        tmp = scratch("relu_gradient", (n,))
+        prim({_DIFF_DST: gi.floats, _DST: d.floats, _DIFF_SRC: tmp})
+        np.add(out.floats, tmp, out=out.floats)
+    commit()
+    return True
+
+
 def relu_gradient(grad, dest, gradient_input, add_to=True) -> bool:
     """dlib's ``relu_gradient``: ``g = (dest > 0) * gradient_input``, assigned when ``grad is
     gradient_input`` (in place) or ``add_to`` is False, added to grad otherwise."""
     if not active():
         return False
+    if _blocked(grad, dest, gradient_input, add_to):
+        return True
     d = dest.host_read()
     gi = gradient_input.host_read()
     if not P.f32_contiguous(d, gi) or not float32_tensors(grad) or d.size == 0:

@@ -24,8 +24,13 @@ import numpy as np
 
 from . import _api as A
 from . import _primitive as P
+from . import _state
 
-__all__ = ["Mirror", "current", "fresh", "aligned"]
+__all__ = ["Mirror", "current", "fresh", "aligned", "mirrored", "channel_view"]
+
+# the channel-blocked layouts numpy can index (nChw16c on AVX-512, nChw8c on AVX2):
+# (lanes, format tag); a tensor's channel c is block c // lanes, lane c % lanes
+_CHANNEL_BLOCKED = ((16, "dnnl_aBcd16b"), (8, "dnnl_aBcd8b"))
 
 
 def aligned(nbytes):
@@ -49,28 +54,68 @@ class Mirror:
         self.floats = self.array.view(np.float32)
         self.address = P.pointer(self.array)
         self._plain = None          # the NCHW descriptor and the reorder to it, made on first use
-        self._to_host = None
+        self._to_host = self._from_host = None
+        self._lanes = None
         self._lock = threading.Lock()   # a reorder's memory objects carry per-call state
 
     def matches(self, md, shape) -> bool:
         return tuple(shape) == self.shape and P.same_md(self.md, md)
 
+    def lanes(self) -> int:
+        """``b`` when the layout is ``nChw{b}c`` (channels in blocks of ``b``, innermost)
+        with ``b`` dividing the channels (no padded lanes), else 0."""
+        if self._lanes is None:
+            self._lanes = 0
+            if len(self.shape) == 4:
+                for b, tag in _CHANNEL_BLOCKED:
+                    if self.shape[1] % b == 0:
+                        md = P.MemoryDesc(self.shape, A.ENUMS[tag])
+                        try:
+                            same = P.same_md(md.handle, self.md)
+                        finally:
+                            md.destroy()
+                        if same:
+                            self._lanes = b
+                            break
+        return self._lanes
+
+    def blocks(self):
+        """The values as ``(N, C/b, H, W*b)`` (``lanes()`` must be nonzero): a row's W
+        pixels of b channels each, one long run for numpy's inner loops (a last axis of b
+        runs 2x slower); ``channel_view`` broadcasts per-channel values against it."""
+        n, c, h, w = self.shape
+        b = self.lanes()
+        return self.floats[:n * c * h * w].reshape(n, c // b, h, w * b)
+
     def write_host(self, flat):
         """Reorder the values into ``flat`` (the storage's host array, NCHW)."""
+        self._reorder(True, flat)
+
+    def read_host(self, flat):
+        """Reorder ``flat`` (the storage's host array, NCHW) into the mirror."""
+        self._reorder(False, flat)
+
+    def _reorder(self, to_host, flat):
         size = int(np.prod(self.shape))
         with self._lock:
-            if self._to_host is None:
+            if self._plain is None:
+                self._plain = P.plain(self.shape)
+            key = "_to_host" if to_host else "_from_host"
+            prim = getattr(self, key)
+            if prim is None:
                 with P.building(P.is_serial(size)):
-                    self._plain = P.plain(self.shape)
-                    self._to_host = P.Reorder(self.md, self._plain.handle)
-            self._to_host({A.ARGS["DNNL_ARG_FROM"]: self.address,
-                           A.ARGS["DNNL_ARG_TO"]: flat[:size]})
+                    prim = (P.Reorder(self.md, self._plain.handle) if to_host
+                            else P.Reorder(self._plain.handle, self.md))
+                setattr(self, key, prim)
+            there, here = flat[:size], self.address
+            prim({A.ARGS["DNNL_ARG_FROM"]: here if to_host else there,
+                  A.ARGS["DNNL_ARG_TO"]: there if to_host else here})
 
     def __del__(self):
         try:
-            if self._to_host is not None:
-                self._to_host.destroy()
-                self._plain.destroy()
+            for prim in (self._to_host, self._from_host, self._plain):
+                if prim is not None:
+                    prim.destroy()
             A.api().dnnl_memory_desc_destroy(self.md)
         except Exception:       # interpreter shutdown: the library may be gone already
             pass
@@ -94,3 +139,51 @@ def fresh(t, md):
     if type(m) is Mirror and m.matches(md, t.shape):
         return m
     return Mirror(md, t.shape)
+
+
+def channel_view(values, mirror):
+    """Per-channel values (any array of C values) laid out to broadcast against
+    ``mirror.blocks()``: ``(1, C/b, 1, W*b)``, repeated along a row."""
+    n, c, h, w = mirror.shape
+    b = mirror.lanes()
+    return np.tile(np.asarray(values).reshape(c // b, 1, b), (1, w, 1)).reshape(1, c // b, 1, w * b)
+
+
+def mirrored(out, ins, read_out=False):
+    """For an element-wise or per-channel op that may run on blocked values:
+    ``(out_mirror, in_mirrors, commit)``, or None when it must run on the host.
+
+    It runs blocked when the first input has a current mirror (its layout is the op's): the
+    other inputs, and ``out`` when ``read_out`` (an op adding to it), are then taken in that
+    layout, reordered into it when their mirror is not current (the same cost as reordering
+    the first one out, and the result stays blocked for the next oneDNN op). The op writes
+    ``out_mirror`` then calls ``commit()`` (``out``'s values are now the mirror's). None
+    when: oneDNN is off (``force_numpy``: the twin runs on NCHW, as everywhere), the first
+    input has no current mirror, a tensor has another shape or cannot have a mirror (a
+    window into a larger storage), or ``out`` overlaps an input without being that very
+    tensor (an in-place op passes the same tensor)."""
+    first = ins[0].layout_mirror()
+    if type(first) is not Mirror or first.shape != ins[0].shape or not _state.active():
+        return None
+    if out.shape != first.shape or any(out is not t and out.is_aliased_with(t) for t in ins):
+        return None
+    mirrors = [first] + [_in_layout(t, first) for t in ins[1:]]
+    om = _in_layout(out, first) if read_out else fresh(out, first.md)
+    if om is None or None in mirrors:
+        return None
+    return om, mirrors, lambda: out.set_layout_mirror(om, host_current=False)
+
+
+def _in_layout(t, like):
+    """``t``'s current mirror in ``like``'s layout, reordered into one from the host when
+    it has none (None when it cannot have one)."""
+    m = t.layout_mirror()
+    if m is like or (type(m) is Mirror and m.matches(like.md, t.shape)):
+        return m
+    if t.shape != like.shape:
+        return None
+    m = fresh(t, like.md)
+    if m is not None:
+        m.read_host(t.host_read().reshape(-1))
+        t.set_layout_mirror(m, host_current=True)
+    return m
