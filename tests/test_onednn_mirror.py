@@ -255,3 +255,24 @@ def test_affine_transform_runs_blocked_and_equals():
     assert np.array_equal(_still_blocked(out), out_host.host_read())
     tt.affine_transform_conv(x, x, a, b)                # in place
     assert np.array_equal(_still_blocked(x), out_host.host_read())
+
+
+def test_filter_copies_follow_every_write():
+    # filters are windows into the parameters (no mirror): their blocked copies are kept
+    # per tensor and write, so layers of one geometry and a solver's updates stay right
+    rng = np.random.default_rng(11)
+    x = _data(rng, 1, 16, 5, 5)
+    params = [resizable_tensor(16 * 16 * 9 + 16) for _ in range(3)]
+    filters = [alias_tensor(16, 16, 3, 3)(p) for p in params]
+    ws = [_data(rng, 16, 16, 3, 3) for _ in filters]
+    for f, w in zip(filters, ws):
+        f.host()[...] = w
+    for _ in range(2):                          # alternating tensors of one geometry
+        for f, w in zip(filters, ws):
+            ref = _reference(x, w)
+            got = _conv(_tensor(x), f, 16).host_read()
+            assert np.abs(got - ref).max() <= TOL * np.abs(ref).max()
+    params[0].host()[...] *= 2                  # an update through the parameters
+    ref = _reference(x, 2 * ws[0])
+    got = _conv(_tensor(x), filters[0], 16).host_read()
+    assert np.abs(got - ref).max() <= TOL * np.abs(ref).max()

@@ -32,8 +32,12 @@ class _Affine(P.Primitive):
     """On NCHW data, or on ``nChw{lanes}c`` blocked data."""
 
     def __init__(self, shape, lanes=0):
-        data = P.MemoryDesc(shape, _BLOCKED_TAGS[lanes]) if lanes else P.plain(shape)
-        per_channel = P.plain((1, shape[1], 1, 1))
+        # blocked data with the per-channel operands blocked alike (the same bytes as NCHW's
+        # when the lanes divide the channels): oneDNN 3.2 has a JIT kernel for that, while a
+        # plain (1, C, 1, 1) operand against blocked data runs its reference code, 20x slower
+        tag = _BLOCKED_TAGS[lanes] if lanes else A.ENUMS["dnnl_abcd"]
+        data = P.MemoryDesc(shape, tag)
+        per_channel = P.MemoryDesc((1, shape[1], 1, 1), tag)
         attr = None
         try:
             attr = P.Attr(("binary_add", per_channel))

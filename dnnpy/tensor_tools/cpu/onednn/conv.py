@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import OrderedDict
 
 import numpy as np
 
@@ -57,6 +58,7 @@ __all__ = ["conv_forward", "conv_backward_data", "conv_backward_filters", "layou
            "chosen_layouts", "clear_cache", "FEW_CHANNELS"]
 
 FEW_CHANNELS = 8
+KEPT_COPIES = 8         # blocked copies of filters kept per pass and geometry (``_Conv._copy``)
 LAYOUT_ENV = "DNNPY_ONEDNN_LAYOUT"
 
 _E = A.ENUMS
@@ -188,16 +190,18 @@ class _Conv:
         # blocked buffers and the reorders around the primitive
         self._inputs = inputs
         self._md = {role: chosen[role] for role in blocked}   # borrowed from the pd
-        self._addr = {}          # role -> address of its own blocked buffer (no mirror)
-        self._floats = {}        # role -> that buffer as float32
-        self._reorder_in = {}    # role -> reorder NCHW -> blocked
+        self._sizes = {role: api.dnnl_memory_desc_get_size(chosen[role]) for role in blocked}
+        self._copies = {}        # input role -> {write_stamp: blocked copy} (``_copy``)
+        self._reorder_in = {}    # input role -> reorder NCHW -> blocked
         self._post = None        # reorder blocked -> NCHW, for an output with no mirror
         for role in blocked:
-            buf = self._own(_Buffer(_aligned(api.dnnl_memory_desc_get_size(chosen[role]))))
-            self._addr[role] = P.pointer(buf.array)
-            self._floats[role] = buf.array.view(np.float32)
             if role != out_role:
                 self._reorder_in[role] = self._own(P.Reorder(plain[role], chosen[role]))
+        if out_role in blocked:
+            # the blocked result, when it is not written into out's mirror
+            buf = self._own(_Buffer(_aligned(self._sizes[out_role])))
+            self._out_address = P.pointer(buf.array)
+            self._out_floats = buf.array.view(np.float32)
         self.out_role, self.bias_role = out_role, (bias_role if bias else None)
         if out_role in blocked:
             self._post = self._own(P.Reorder(chosen[out_role], plain[out_role],
@@ -223,14 +227,17 @@ class _Conv:
                 args[role] = t.host_read()
                 continue
             m = _mirrors.current(t, md)
-            if m is None:
-                src = t.host_read()
-                m = _mirrors.fresh(t, md)
-                self._reorder_in[role]({_ARG["DNNL_ARG_FROM"]: src, _ARG["DNNL_ARG_TO"]:
-                                        m.address if m is not None else self._addr[role]})
-                if m is not None:
-                    t.set_layout_mirror(m, host_current=True)
-            args[role] = m.address if m is not None else self._addr[role]
+            if m is not None:
+                args[role] = m.address
+                continue
+            m = _mirrors.fresh(t, md)
+            if m is not None:
+                self._reorder_in[role]({_ARG["DNNL_ARG_FROM"]: t.host_read(),
+                                        _ARG["DNNL_ARG_TO"]: m.address})
+                t.set_layout_mirror(m, host_current=True)
+                args[role] = m.address
+            else:
+                args[role] = self._copy(role, t)
         if bias is not None:
             args[self.bias_role] = bias
         mirror = None
@@ -239,11 +246,11 @@ class _Conv:
             # added to: where out's values are blocked in this layout, added there
             mirror = _mirrors.current(out, md) if self.add else _mirrors.fresh(out, md)
         if mirror is not None and self.add:
-            args[self.out_role] = self._addr[self.out_role]
+            args[self.out_role] = self._out_address
         elif mirror is not None:
             args[self.out_role] = mirror.address
         elif self._post is not None:
-            args[self.out_role] = self._addr[self.out_role]
+            args[self.out_role] = self._out_address
         else:
             dest = out.host() if self.add else out.host_write_only()
             args[self.out_role] = (scratch("conv_result", self.out_shape) if self._scratch_add
@@ -251,20 +258,41 @@ class _Conv:
         self.prim({_ROLES[role][0]: buf for role, buf in args.items()})
         if mirror is not None:
             if self.add:
-                np.add(mirror.floats, self._floats[self.out_role], out=mirror.floats)
+                np.add(mirror.floats, self._out_floats, out=mirror.floats)
             if relu:
                 np.maximum(mirror.floats, 0, out=mirror.floats)
             out.set_layout_mirror(mirror, host_current=False)
             return
         if self._post is not None:
             dest = out.host() if self.add else out.host_write_only()
-            self._post({_ARG["DNNL_ARG_FROM"]: self._addr[self.out_role], _ARG["DNNL_ARG_TO"]: dest})
+            self._post({_ARG["DNNL_ARG_FROM"]: self._out_address, _ARG["DNNL_ARG_TO"]: dest})
         elif self._scratch_add:
             dest += args[self.out_role]
         if relu:
             np.maximum(dest, 0, out=dest)
 
+    def _copy(self, role, t):
+        """The address of ``t`` reordered into this pass's layout for ``role``, for a tensor
+        that cannot have a mirror (filters: a window into the parameters). The copies of the
+        last few tensors are kept while nothing writes them (``write_stamp``), so inference
+        reorders its filters once, also where layers of one geometry share this object."""
+        copies = self._copies.setdefault(role, OrderedDict())
+        stamp = t.write_stamp()
+        buf = copies.get(stamp)
+        if buf is not None:
+            copies.move_to_end(stamp)
+            return P.pointer(buf)
+        if len(copies) >= KEPT_COPIES:
+            buf = copies.popitem(last=False)[1]          # the oldest's buffer, reused
+        else:
+            buf = _aligned(self._sizes[role])
+        self._reorder_in[role]({_ARG["DNNL_ARG_FROM"]: t.host_read(),
+                                _ARG["DNNL_ARG_TO"]: P.pointer(buf)})
+        copies[stamp] = buf
+        return P.pointer(buf)
+
     def destroy(self):
+        self._copies = {}
         objs, self._objs = self._objs, []
         for obj in reversed(objs):
             obj.destroy()
