@@ -106,33 +106,39 @@ def _bn_blocked(eps, dest, means, invstds, f, running_means, running_variances, 
     if m is None or not m[1][0].lanes():
         return False
     out, (xm,), commit = m
-    x, d = xm.blocks(), out.blocks()
+    x, d, lanes = xm.blocks(), out.blocks(), xm.lanes()
     n, _, h, w = xm.shape
     count = n * h * w
-    mean = _blocked_sums(x, xm.lanes()) / count
+    mean = _blocked_sums(x, lanes) / count
     means.host_write_only()[...] = mean.reshape(means.shape)
-    np.subtract(x, onednn.channel_view(means.host_read(), xm), out=d)
-    shift = _blocked_sums(d, xm.lanes()) / count
-    var = np.maximum(_blocked_sums(d, xm.lanes(), d) / count - shift * shift, 0.0)
+    m32 = means.host_read().reshape(-1)
+    # d = x - mean: oneDNN's x*1 + (-mean) is that subtraction's rounding, in one pass
+    ones = np.ones_like(m32)
+    if not onednn.scale_shift_blocked(xm, out, ones, np.negative(m32)):
+        np.subtract(x, onednn.channel_view(m32, xm), out=d)
+    # E[d] is the stored mean's rounding, known without a pass over d
+    shift = mean - m32.astype(np.float64)
+    squares = np.square(d, out=scratch("bn_squares", d.shape, d.dtype))
+    var = np.maximum(_blocked_sums(squares, lanes) / count - shift * shift, 0.0)
     _store_statistics(eps, mean, var, count, f, invstds, running_means, running_variances)
-    d *= onednn.channel_view(invstds.host_read() * gamma.host_read(), xm)
-    d += onednn.channel_view(beta.host_read(), xm)
+    scale = (invstds.host_read() * gamma.host_read()).reshape(-1)
+    shifts = beta.host_read().reshape(-1)
+    # one oneDNN pass with numpy's roundings (product, then sum), else numpy's two
+    if not onednn.scale_shift_blocked(out, out, np.ascontiguousarray(scale),
+                                      np.ascontiguousarray(shifts)):
+        d *= onednn.channel_view(scale, xm)
+        d += onednn.channel_view(shifts, xm)
     commit()
     return True
 
 
-def _blocked_sums(a, lanes, b=None):
-    """Per channel of blocked values ``(N, C/b, H, W*b)`` (``Mirror.blocks``): ``sum(a)``
-    or ``sum(a*b)`` as float64 ``(C,)``: each row of W pixels summed in the data's dtype (a
-    matrix product with ones, or one dot product per row and lane), the N*H row sums in
-    float64."""
+def _blocked_sums(a, lanes):
+    """Per channel of blocked values ``(N, C/b, H, W*b)`` (``Mirror.blocks``), ``sum(a)`` as
+    float64 ``(C,)``: each row of W pixels summed in the data's dtype (a matrix product with
+    ones), the N*H row sums in float64."""
     n, cb, h, wb = a.shape
     w = wb // lanes
-    rows = a.reshape(-1, w, lanes)
-    if b is None:
-        sums = np.matmul(np.ones(w, a.dtype), rows)
-    else:
-        sums = np.einsum("rws,rws->rs", rows, b.reshape(-1, w, lanes))
+    sums = np.matmul(np.ones(w, a.dtype), a.reshape(-1, w, lanes))
     return sums.reshape(n, cb, h, lanes).sum(axis=(0, 2), dtype=np.float64).reshape(-1)
 
 

@@ -42,12 +42,12 @@ __all__ = ["conv_forward", "conv_backward_data", "conv_backward_filters", "activ
            "get_num_threads", "isa_name"]
 
 # the non-conv ops (eltwise, pooling, bnorm, matmul)
-from .binary import affine_transform_conv
+from .binary import affine_transform_conv, scale_shift_blocked
 from .bnorm import batch_normalize_conv_gradient, batch_normalize_gradient
 from .eltwise import relu_gradient
 from .layout import channel_view, mirrored
 from .matmul import gemm
 from .pooling import pooling_backward, pooling_forward
 
-__all__ += ["mirrored", "channel_view", "affine_transform_conv", "relu_gradient", "pooling_forward", "pooling_backward", "batch_normalize_gradient",
+__all__ += ["mirrored", "channel_view", "affine_transform_conv", "scale_shift_blocked", "relu_gradient", "pooling_forward", "pooling_backward", "batch_normalize_gradient",
             "batch_normalize_conv_gradient", "gemm"]

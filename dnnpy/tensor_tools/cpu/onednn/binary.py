@@ -15,7 +15,7 @@ from ._common import cached, float32_tensors
 from ._state import active
 from .layout import mirrored
 
-__all__ = ["affine_transform_conv"]
+__all__ = ["affine_transform_conv", "scale_shift_blocked"]
 
 _SRC_0, _SRC_1, _DST = A.ARGS["DNNL_ARG_SRC"], A.ARGS["DNNL_ARG_SRC_1"], A.ARGS["DNNL_ARG_DST"]
 # post-op 0's second source (DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1)
@@ -50,6 +50,21 @@ class _Affine(P.Primitive):
             raise
         super().__init__(pd, {_SRC_0: data, _SRC_1: per_channel, _DST: data, _SHIFT: per_channel},
                          owned=[data, per_channel, attr])
+
+
+def scale_shift_blocked(src, dest, a, b) -> bool:
+    """``dest = a*src + b`` on blocked values (``src`` and ``dest`` mirrors of one layout,
+    possibly the same), ``a`` and ``b`` float32 arrays of one value per channel (batch
+    norm's steps); False when oneDNN cannot."""
+    lanes = src.lanes()
+    if not lanes or not active():
+        return False
+    key = ("affine_transform_conv",) + tuple(src.shape) + (lanes,)
+    prim = cached(_cache, key, lambda: _Affine(src.shape, lanes), work=src.floats.size)
+    if prim is None:
+        return False
+    prim({_SRC_0: src.address, _SRC_1: a, _DST: dest.address, _SHIFT: b})
+    return True
 
 
 def _blocked(dest, src, A_, B):
