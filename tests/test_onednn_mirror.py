@@ -276,3 +276,48 @@ def test_filter_copies_follow_every_write():
     ref = _reference(x, 2 * ws[0])
     got = _conv(_tensor(x), filters[0], 16).host_read()
     assert np.abs(got - ref).max() <= TOL * np.abs(ref).max()
+
+
+@pytest.mark.parametrize("do_max", [True, False], ids=["max", "avg"])
+@pytest.mark.parametrize("window", [(2, 2, 2, 2, 0, 0), (3, 3, 2, 2, 1, 1)])
+def test_pooling_runs_blocked_and_equals(window, do_max):
+    # the same oneDNN arithmetic in another layout: max exact; averages within 1e-6
+    from dnnpy.tensor_tools import cpu
+    rng = np.random.default_rng(12)
+    x, x_host = _blocked_pair(rng, (2, 32, 7, 9))
+    n, k, h, w = x.shape
+    wh, ww, sy, sx, py, px = window
+    out_shape = (n, k, 1 + (h + 2 * py - wh) // sy, 1 + (w + 2 * px - ww) // sx)
+    gi = _data(rng, *out_shape)
+    results = []
+    for src in (x, x_host):
+        dest, state = resizable_tensor(*out_shape), {}
+        cpu.pooling_forward(dest, src, do_max, *window, state=state)
+        assert (dest.layout_mirror() is not None) == (src is x)
+        grads = [resizable_tensor(*x.shape), _tensor(np.ones(x.shape, np.float32))]
+        cpu.pooling_backward(_tensor(gi), dest, src, grads[0], do_max, *window, add_to=False,
+                             state=state)
+        cpu.pooling_backward(_tensor(gi), dest, src, grads[1], do_max, *window, state=state)
+        assert (grads[0].layout_mirror() is not None) == (src is x)
+        results.append([t.host_read() for t in [dest] + grads])
+    for got, want in zip(*results):
+        if do_max:
+            assert np.array_equal(got, want)
+        else:
+            assert np.abs(got - want).max() <= 1e-6 * np.abs(want).max()
+
+
+def test_max_pooling_a_nan_runs_on_numpy():
+    # oneDNN's max skips NaN: blocked values holding one go to numpy, which keeps it
+    from dnnpy.tensor_tools import cpu
+    rng = np.random.default_rng(13)
+    a = _data(rng, 1, 16, 4, 4)
+    a[0, 3, 0, 1] = np.nan
+    x = resizable_tensor(1, 16, 4, 4)           # blocked by an identity convolution
+    assert oc.conv_forward(False, x, _tensor(a), _tensor(np.eye(16, dtype=np.float32).reshape(
+        16, 16, 1, 1)), 1, 1, 0, 0)
+    assert x.layout_mirror() is not None
+    dest = resizable_tensor(1, 16, 2, 2)
+    cpu.pooling_forward(dest, x, True, 2, 2, 2, 2, 0, 0, state={})
+    assert np.isnan(dest.host_read()[:, :, 0, 0]).all()    # 0 * NaN: every channel there
+    assert not np.isnan(dest.host_read()[:, :, 1]).any()

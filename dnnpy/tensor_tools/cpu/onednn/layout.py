@@ -26,7 +26,7 @@ from . import _api as A
 from . import _primitive as P
 from . import _state
 
-__all__ = ["Mirror", "current", "fresh", "aligned", "mirrored", "channel_view"]
+__all__ = ["Mirror", "current", "fresh", "in_layout", "aligned", "mirrored", "channel_view"]
 
 # the channel-blocked layouts numpy can index (nChw16c on AVX-512, nChw8c on AVX2):
 # (lanes, format tag); a tensor's channel c is block c // lanes, lane c % lanes
@@ -175,14 +175,20 @@ def mirrored(out, ins, read_out=False):
 
 
 def _in_layout(t, like):
-    """``t``'s current mirror in ``like``'s layout, reordered into one from the host when
-    it has none (None when it cannot have one)."""
-    m = t.layout_mirror()
-    if m is like or (type(m) is Mirror and m.matches(like.md, t.shape)):
+    """``t``'s values in ``like``'s layout (``in_layout``); None when ``t`` has another
+    shape or cannot have a mirror."""
+    if t.layout_mirror() is like:
+        return like
+    return in_layout(t, like.md) if t.shape == like.shape else None
+
+
+def in_layout(t, md):
+    """``t``'s current mirror in layout ``md`` (a descriptor of ``t``'s shape), reordered
+    into one from the host when it has none; None when ``t`` cannot have one."""
+    m = current(t, md)
+    if m is not None:
         return m
-    if t.shape != like.shape:
-        return None
-    m = fresh(t, like.md)
+    m = fresh(t, md)
     if m is not None:
         m.read_host(t.host_read().reshape(-1))
         t.set_layout_mirror(m, host_current=True)
