@@ -12,7 +12,9 @@ On the CPU, oneDNN's kernels may keep a storage's values in one of their blocked
 mirror": an opaque object of the op module with ``write_host(flat)`` that reorders its values
 into the flat host array. ``host()``/``host_read()`` reorder when only the mirror is current,
 so numpy code never sees the difference; ``layout_mirror()`` and ``set_layout_mirror()`` are
-for the ops that read and write it (docs/performance.md).
+for the ops that read and write it (docs/performance.md). As with the device copy (and dlib's
+``host()`` pointers), an array that ``host()`` handed out is the tensor's values until the
+next op on the tensor: write through a fresh ``host()`` after that, not through the old array.
 
 ``alias_tensor(shape)(t, offset)`` is a view into ``t``'s storage: dlib keeps each layer's
 parameters in one flat tensor and reaches filters and biases through aliases, and so do we.
@@ -99,7 +101,7 @@ class _storage:
     has moved on."""
 
     __slots__ = ("host_array", "device_array", "host_current", "device_current", "generation",
-                 "mirror", "mirror_current")
+                 "mirror", "mirror_current", "__weakref__")
 
     def __init__(self, capacity: int, dtype=None):
         self.host_array = np.empty(capacity, dtype=dtype or _default_dtype())
@@ -116,9 +118,13 @@ class _storage:
         return {"host_array": self.host_array, "generation": self.generation}
 
     def __setstate__(self, state):
+        if isinstance(state, tuple):    # pickled by an older dnnpy: (None, {slot: value})
+            state = state[1]
+            if not state.get("host_current", True) and state.get("device_array") is not None:
+                state = {**state, "host_array": state["device_array"].get()}
         self.__init__(0, state["host_array"].dtype)
         self.host_array = state["host_array"]
-        self.generation = state["generation"]
+        self.generation = state.get("generation", 0)
 
     @property
     def capacity(self) -> int:
@@ -382,12 +388,16 @@ class tensor:
         return self._storage.host_array.dtype
 
     def write_stamp(self):
-        """An opaque value, compared with ``==``, that stays equal between two calls iff the
-        same view (storage, offset, shape) is asked and nothing wrote its storage in between
+        """``(storage, offset, shape, generation)``, compared with ``==``: it stays equal
+        between two calls iff the same view is asked and nothing wrote its storage in between
         (no writable view was handed out). For caches derived from a tensor's contents, e.g.
         oneDNN's max-pool workspace; it keeps the storage alive while it is held."""
         s = self._storage
         return (s, self._offset, self._shape, s.generation)
+
+    def writable(self) -> bool:
+        """Whether ops may write this view (a ``read_only_view`` refuses)."""
+        return True
 
     def covers_storage(self) -> bool:
         """Whether this view is its whole storage (not a window into a larger one)."""
@@ -558,6 +568,9 @@ class read_only_view(tensor):
             self._refuse_write()
         self._check()
         return super().device_strided_base(False)
+
+    def writable(self) -> bool:
+        return False
 
     def layout_mirror(self, stale_too=False):
         self._check()

@@ -321,3 +321,70 @@ def test_max_pooling_a_nan_runs_on_numpy():
     cpu.pooling_forward(dest, x, True, 2, 2, 2, 2, 0, 0, state={})
     assert np.isnan(dest.host_read()[:, :, 0, 0]).all()    # 0 * NaN: every channel there
     assert not np.isnan(dest.host_read()[:, :, 1]).any()
+
+
+# -- review cases: refused writes, views of another shape, pinned storages, old pickles ------
+
+def test_a_read_only_output_is_refused_before_anything_is_written():
+    rng = np.random.default_rng(14)
+    x, w = _tensor(_data(rng, 1, 16, 4, 4)), _tensor(_data(rng, 16, 16, 3, 3))
+    want = _conv(x, w, 16).host_read().copy()
+    ops = (lambda v, y: tt.relu(v, v), lambda v, y: tt.add(v, y, y),
+           lambda v, y: oc.conv_forward(False, v, y, w, 1, 1, 1, 1))
+    for op in ops:
+        y = _conv(x, w, 16)                             # its values in the mirror alone
+        view = read_only_view(y, "the output")
+        with pytest.raises(TypeError, match="read-only"):
+            op(view, y)
+        assert view.is_current()
+        assert np.array_equal(y.host_read(), want)
+
+
+def test_views_of_another_shape_read_the_nchw_values():
+    from dnnpy.tensor_tools import cpu
+    rng = np.random.default_rng(15)
+    a, a_host = _blocked_pair(rng, (1, 16, 4, 4))
+    av = a_host.host_read()
+    b = alias_tensor(1, 16, 2, 8)(a, 0)                 # the same storage, another shape
+    d = resizable_tensor(1, 16, 4, 4)
+    tt.add(d, a, b)                                     # zero padded: a + b's first columns
+    want = av.copy()
+    want[:, :, :2, :4] += av.reshape(1, 16, 2, 8)[:, :, :, :4]
+    assert np.array_equal(d.host_read(), want)
+    a, _ = _blocked_pair(np.random.default_rng(15), (1, 16, 4, 4))
+    v = alias_tensor(1, 64, 2, 2)(a, 0)
+    out = resizable_tensor(1, 64, 1, 1)
+    cpu.pooling_forward(out, v, True, 2, 2, 2, 2, 0, 0)
+    assert np.array_equal(out.host_read(), av.reshape(1, 64, 2, 2).max(axis=(2, 3), keepdims=True))
+
+
+def test_filter_copies_pin_no_storage():
+    import gc
+    import weakref
+    rng = np.random.default_rng(16)
+    x = _tensor(_data(rng, 1, 16, 4, 4))
+    params = resizable_tensor(16 * 16 * 9)
+    f = alias_tensor(16, 16, 3, 3)(params)
+    for step in range(3):                               # updates replace the copy
+        f.host()[...] = step
+        assert np.allclose(_conv(x, f, 16).host_read(), _reference(x.host_read(), np.full(
+            (16, 16, 3, 3), step, np.float32)), atol=1e-3)
+    ref = weakref.ref(params._storage)
+    del params, f
+    gc.collect()
+    assert ref() is None
+
+
+def test_storages_pickled_by_older_versions_load():
+    from dnnpy.tensor import _storage
+    s = _storage.__new__(_storage)
+    s.__setstate__((None, {"host_array": np.arange(4, dtype=np.float32), "device_array": None,
+                           "host_current": True, "device_current": False, "generation": 3}))
+    assert np.array_equal(s.host_array, np.arange(4)) and s.generation == 3 and s.host_current
+
+
+def test_adding_a_scaled_tensor_to_itself():
+    for t in (_tensor(np.ones((1, 16, 2, 2), np.float32)), _blocked_pair(np.random.default_rng(17))[0]):
+        want = 1.5 * t.host_read()
+        tt.add(0.5, t, 1, t)
+        assert np.allclose(t.host_read(), want)

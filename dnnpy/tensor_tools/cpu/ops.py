@@ -50,6 +50,8 @@ def _scaled_sum(beta, out, alpha, s, dest=None):
         out[...] = s
         return
     if beta != 1:
+        if np.shares_memory(out, s):            # dest is src: scaling out would scale s
+            s = s.copy()
         out *= float(beta)
     out += s
 

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 from collections import OrderedDict
 
 import numpy as np
@@ -191,7 +192,7 @@ class _Conv:
         self._inputs = inputs
         self._md = {role: chosen[role] for role in blocked}   # borrowed from the pd
         self._sizes = {role: api.dnnl_memory_desc_get_size(chosen[role]) for role in blocked}
-        self._copies = {}        # input role -> {write_stamp: blocked copy} (``_copy``)
+        self._copies = {}        # input role -> {stamp key: (storage ref, blocked copy)} (``_copy``)
         self._reorder_in = {}    # input role -> reorder NCHW -> blocked
         self._post = None        # reorder blocked -> NCHW, for an output with no mirror
         for role in blocked:
@@ -244,7 +245,8 @@ class _Conv:
         if self._post is not None:
             md = self._md[self.out_role]
             # added to: where out's values are blocked in this layout, added there
-            mirror = _mirrors.current(out, md) if self.add else _mirrors.fresh(out, md)
+            mirror = (None if not out.writable() else _mirrors.current(out, md) if self.add
+                      else _mirrors.fresh_output(out, md))
         if mirror is not None and self.add:
             args[self.out_role] = self._out_address
         elif mirror is not None:
@@ -275,20 +277,24 @@ class _Conv:
         """The address of ``t`` reordered into this pass's layout for ``role``, for a tensor
         that cannot have a mirror (filters: a window into the parameters). The copies of the
         last few tensors are kept while nothing writes them (``write_stamp``), so inference
-        reorders its filters once, also where layers of one geometry share this object."""
+        reorders its filters once, also where layers of one geometry share this object. A
+        write replaces the tensor's copy; a copy holds no reference to the storage."""
         copies = self._copies.setdefault(role, OrderedDict())
-        stamp = t.write_stamp()
-        buf = copies.get(stamp)
-        if buf is not None:
-            copies.move_to_end(stamp)
-            return P.pointer(buf)
-        if len(copies) >= KEPT_COPIES:
-            buf = copies.popitem(last=False)[1]          # the oldest's buffer, reused
+        storage, *view = t.write_stamp()
+        key = (id(storage), *view)              # (storage, offset, shape, generation)
+        kept = copies.get(key)
+        if kept is not None and kept[0]() is storage:
+            copies.move_to_end(key)
+            return P.pointer(kept[1])
+        # this tensor's older copy, a dead storage's or the oldest: its buffer is reused
+        old = [k for k, (ref, _) in copies.items() if k[:3] == key[:3] or ref() is None]
+        if old or len(copies) >= KEPT_COPIES:
+            buf = copies.pop(old[0] if old else next(iter(copies)))[1]
         else:
             buf = _aligned(self._sizes[role])
         self._reorder_in[role]({_ARG["DNNL_ARG_FROM"]: t.host_read(),
                                 _ARG["DNNL_ARG_TO"]: P.pointer(buf)})
-        copies[stamp] = buf
+        copies[key] = (weakref.ref(storage), buf)
         return P.pointer(buf)
 
     def destroy(self):

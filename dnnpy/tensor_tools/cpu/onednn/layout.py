@@ -26,7 +26,7 @@ from . import _api as A
 from . import _primitive as P
 from . import _state
 
-__all__ = ["Mirror", "current", "fresh", "in_layout", "aligned", "mirrored", "channel_view"]
+__all__ = ["Mirror", "current", "fresh", "fresh_output", "in_layout", "aligned", "mirrored", "channel_view"]
 
 # the channel-blocked layouts numpy can index (nChw16c on AVX-512, nChw8c on AVX2):
 # (lanes, format tag); a tensor's channel c is block c // lanes, lane c % lanes
@@ -47,16 +47,17 @@ class Mirror:
     channels hold zeros, which ReLU and sums keep zero)."""
 
     def __init__(self, md, shape):
+        self._plain = None          # the NCHW descriptor and the reorders, made on first use
+        self._to_host = self._from_host = None
+        self._lanes = None
+        self._lock = threading.Lock()   # a reorder's memory objects carry per-call state
+        self.md = None
         api = A.api()
         self.md = api.new("dnnl_memory_desc_clone", md)
         self.shape = tuple(shape)
         self.array = aligned(api.dnnl_memory_desc_get_size(self.md))
         self.floats = self.array.view(np.float32)
         self.address = P.pointer(self.array)
-        self._plain = None          # the NCHW descriptor and the reorder to it, made on first use
-        self._to_host = self._from_host = None
-        self._lanes = None
-        self._lock = threading.Lock()   # a reorder's memory objects carry per-call state
 
     def matches(self, md, shape) -> bool:
         return tuple(shape) == self.shape and P.same_md(self.md, md)
@@ -116,7 +117,8 @@ class Mirror:
             for prim in (self._to_host, self._from_host, self._plain):
                 if prim is not None:
                     prim.destroy()
-            A.api().dnnl_memory_desc_destroy(self.md)
+            if self.md is not None:
+                A.api().dnnl_memory_desc_destroy(self.md)
         except Exception:       # interpreter shutdown: the library may be gone already
             pass
 
@@ -130,9 +132,9 @@ def current(t, md):
 
 
 def fresh(t, md):
-    """A mirror for ``t`` in layout ``md`` to be written (the storage's own one, reused when
+    """A mirror for ``t`` in layout ``md`` to be filled (the storage's own one, reused when
     it has that layout), or None when ``t`` cannot have one (a window into a larger
-    storage). The caller writes it, then calls ``t.set_layout_mirror``."""
+    storage). The caller fills it, then calls ``t.set_layout_mirror``."""
     if not t.covers_storage() or t.dtype != np.float32:
         return None
     m = t.layout_mirror(stale_too=True)
@@ -165,10 +167,11 @@ def mirrored(out, ins, read_out=False):
     first = ins[0].layout_mirror()
     if type(first) is not Mirror or first.shape != ins[0].shape or not _state.active():
         return None
-    if out.shape != first.shape or any(out is not t and out.is_aliased_with(t) for t in ins):
+    if (out.shape != first.shape or not out.writable()
+            or any(out is not t and out.is_aliased_with(t) for t in ins)):
         return None
     mirrors = [first] + [_in_layout(t, first) for t in ins[1:]]
-    om = _in_layout(out, first) if read_out else fresh(out, first.md)
+    om = _in_layout(out, first) if read_out else fresh_output(out, first.md)
     if om is None or None in mirrors:
         return None
     return om, mirrors, lambda: out.set_layout_mirror(om, host_current=False)
@@ -177,9 +180,15 @@ def mirrored(out, ins, read_out=False):
 def _in_layout(t, like):
     """``t``'s values in ``like``'s layout (``in_layout``); None when ``t`` has another
     shape or cannot have a mirror."""
-    if t.layout_mirror() is like:
-        return like
-    return in_layout(t, like.md) if t.shape == like.shape else None
+    if t.shape != like.shape:
+        return None
+    return like if t.layout_mirror() is like else in_layout(t, like.md)
+
+
+def fresh_output(t, md):
+    """``fresh`` for an op's output: None also when ``t`` may not be written (a
+    ``read_only_view``; the op's NCHW route then raises, before anything is written)."""
+    return fresh(t, md) if t.writable() else None
 
 
 def in_layout(t, md):

@@ -30,7 +30,7 @@ from . import _api as A
 from . import _primitive as P
 from ._common import OwnedPD, cached, float32_tensors, has_non_finite, scratch
 from ._state import active
-from .layout import current, fresh, in_layout
+from .layout import current, fresh_output, in_layout
 
 __all__ = ["pooling_forward", "pooling_backward"]
 
@@ -138,7 +138,7 @@ def pooling_forward(dest, src, do_max, wh, ww, sy, sx, py, px, state=None) -> bo
     prim = _forward_prim(src.shape, dest.shape, do_max, training, window, lanes)
     if prim is None:
         return False
-    out_mirror = fresh(dest, prim.dst_md) if m is not None else None
+    out_mirror = fresh_output(dest, prim.dst_md) if m is not None else None
     if m is not None and out_mirror is None:
         x, lanes = src.host_read(), 0            # dest cannot hold blocked values
         prim = _forward_prim(src.shape, dest.shape, do_max, training, window)
@@ -162,9 +162,12 @@ def pooling_forward(dest, src, do_max, wh, ww, sy, sx, py, px, state=None) -> bo
 
 
 def current_blocked(t):
-    """``t``'s current mirror when it is channel-blocked (``Mirror.lanes``), else None."""
+    """``t``'s current mirror when it holds ``t``'s shape channel-blocked
+    (``Mirror.lanes``), else None."""
     m = t.layout_mirror()
-    return m if m is not None and getattr(m, "lanes", None) and m.lanes() else None
+    if m is None or getattr(m, "shape", None) != t.shape or not m.lanes():
+        return None
+    return m
 
 
 def _workspace(state, src, x, dst_shape, window, lanes):
@@ -237,8 +240,8 @@ def _blocked_backward(gradient_input, src, grad, do_max, window, add_to, state, 
     if fwd is None:
         return False
     gi = in_layout(gradient_input, fwd.dst_md)
-    out = current(grad, prim.src_md) if add_to else fresh(grad, prim.src_md)
-    if gi is None or out is None:
+    out = current(grad, prim.src_md) if add_to else fresh_output(grad, prim.src_md)
+    if gi is None or out is None or not grad.writable():
         return False
     buffers = {_DIFF_DST: gi.address}
     if do_max:
