@@ -43,18 +43,19 @@ def _both(net_type, make_trainer, data, labels, steps=6):
     return np.array(with_onednn), np.array(numpy_only)
 
 
+def _sgd(net):
+    t = dnn_trainer(net, sgd())
+    t.set_learning_rate(0.05)
+    return t
+
+
 def test_classifier_steps_match_numpy():
     net_type = loss_multiclass_log[fc[5, relu[bn_fc[fc[16, avg_pool[2, 2, 2, 2,
                max_pool[3, 3, 2, 2, relu[bn_con[con[8, 3, 3, 1, 1, input_rgb_image]]]]]]]]]]
     data = _images(12, 12)
     labels = [int(v) for v in RNG.integers(0, 5, 12)]
 
-    def make(net):
-        t = dnn_trainer(net, sgd())
-        t.set_learning_rate(0.05)
-        return t
-
-    got, want = _both(net_type, make, data, labels)
+    got, want = _both(net_type, _sgd, data, labels)
     assert want[-1] < want[0]                          # it trains
     np.testing.assert_allclose(got, want, rtol=1e-4)
 
@@ -68,15 +69,10 @@ def test_residual_steps_match_numpy_and_stay_blocked():
     data = _images(8, 12)
     labels = [int(v) for v in RNG.integers(0, 5, 8)]
 
-    def make(net):
-        t = dnn_trainer(net, sgd())
-        t.set_learning_rate(0.05)
-        return t
-
     net = net_type()
     net(data[:2])
     twin = copy.deepcopy(net)
-    got = np.array(_losses(make(net), data, labels, 6))
+    got = np.array(_losses(_sgd(net), data, labels, 6))
     blocked = []
     for i in range(net.num_layers):
         try:
@@ -85,7 +81,7 @@ def test_residual_steps_match_numpy_and_stay_blocked():
             pass
     assert len(blocked) >= 4, blocked           # the outputs from the first con to the last relu
     with dnnpy.force_numpy():
-        want = np.array(_losses(make(twin), data, labels, 6))
+        want = np.array(_losses(_sgd(twin), data, labels, 6))
     assert want[-1] < want[0]
     np.testing.assert_allclose(got, want, rtol=1e-4)
 

@@ -11,7 +11,7 @@ from . import _api as A
 from . import _primitive as P
 from ._state import note_fallback
 
-__all__ = ["scratch", "OwnedPD", "cached", "has_non_finite", "float32_tensors"]
+__all__ = ["scratch", "OwnedPD", "cached", "has_non_finite", "float32_tensors", "assign_or_add"]
 
 def scratch(slot, shape, dtype=np.float32) -> np.ndarray:
     """An uninitialised C-contiguous array of ``shape``: this thread's buffer for ``slot``
@@ -57,3 +57,15 @@ def has_non_finite(x) -> bool:
 def float32_tensors(*tensors) -> bool:
     """Whether every tensor stores float32 (outputs too: oneDNN writes float32 bits)."""
     return all(t.dtype == np.float32 for t in tensors)
+
+
+def assign_or_add(prim, buffers, out_arg, out, add_to, slot):
+    """Execute ``prim`` (a backward pass: it assigns) with ``buffers`` and its output
+    argument ``out_arg`` written into the array ``out``, or, with ``add_to``, into this
+    thread's scratch ``slot`` and then added to ``out`` (dlib's gradients add)."""
+    if add_to:
+        tmp = scratch(slot, out.shape)
+        prim({**buffers, out_arg: tmp})
+        np.add(out, tmp, out=out)
+    else:
+        prim({**buffers, out_arg: out})

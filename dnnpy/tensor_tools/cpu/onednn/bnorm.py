@@ -22,7 +22,7 @@ import numpy as np
 
 from . import _api as A
 from . import _primitive as P
-from ._common import OwnedPD, cached, float32_tensors, scratch
+from ._common import OwnedPD, assign_or_add, cached, float32_tensors, scratch
 from ._state import active
 from .layout import mirrored
 
@@ -133,12 +133,7 @@ def _blocked_gradient(eps, gradient_input, means, invstds, src, gamma, src_grad,
     buffers = {_SRC: x.address, _MEAN: means.host_read(), _VAR: _variances(eps, invstds),
                _DIFF_DST: g.address, _SCALE: gamma.host_read(),
                _DIFF_SCALE: gamma_grad.host_write_only(), _DIFF_SHIFT: beta_grad.host_write_only()}
-    if add_to:
-        tmp = scratch("bn_src_grad", out.floats.shape)
-        prim({**buffers, _DIFF_SRC: tmp})
-        np.add(out.floats, tmp, out=out.floats)
-    else:
-        prim({**buffers, _DIFF_SRC: out.address})
+    assign_or_add(prim, buffers, _DIFF_SRC, out.floats, add_to, "bn_src_grad")
     commit()
     return True
 

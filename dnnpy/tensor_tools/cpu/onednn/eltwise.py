@@ -16,11 +16,9 @@ are taken in its layout).
 
 from __future__ import annotations
 
-import numpy as np
-
 from . import _api as A
 from . import _primitive as P
-from ._common import OwnedPD, cached, float32_tensors, scratch
+from ._common import OwnedPD, assign_or_add, cached, float32_tensors
 from ._state import active
 from .layout import mirrored
 
@@ -69,12 +67,9 @@ def _blocked(grad, dest, gradient_input, add_to):
     prim = cached(_cache, ("relu_gradient", n), lambda: _Backward(n), work=n)
     if prim is None:
         return False
-    if grad is gradient_input or not add_to:         # (in place: out is gi's mirror)
-        prim({_DIFF_DST: gi.floats, _DST: d.floats, _DIFF_SRC: out.floats})
-    else:
-        tmp = scratch("relu_gradient", (n,))
-        prim({_DIFF_DST: gi.floats, _DST: d.floats, _DIFF_SRC: tmp})
-        np.add(out.floats, tmp, out=out.floats)
+    # (in place, out is gi's mirror: assigned)
+    assign_or_add(prim, {_DIFF_DST: gi.floats, _DST: d.floats}, _DIFF_SRC, out.floats,
+                  add_to and grad is not gradient_input, "relu_gradient")
     commit()
     return True
 
@@ -97,11 +92,7 @@ def relu_gradient(grad, dest, gradient_input, add_to=True) -> bool:
         return False
     if grad is gradient_input:
         prim({_DIFF_DST: gi, _DST: d, _DIFF_SRC: grad.host()})   # in place is allowed
-    elif not add_to:
-        prim({_DIFF_DST: gi, _DST: d, _DIFF_SRC: grad.host_write_only()})
     else:
-        tmp = scratch("relu_gradient", d.shape)
-        prim({_DIFF_DST: gi, _DST: d, _DIFF_SRC: tmp})
-        out = grad.host()
-        np.add(out, tmp, out=out)
+        assign_or_add(prim, {_DIFF_DST: gi, _DST: d}, _DIFF_SRC,
+                      grad.host() if add_to else grad.host_write_only(), add_to, "relu_gradient")
     return True

@@ -28,7 +28,7 @@ import numpy as np
 
 from . import _api as A
 from . import _primitive as P
-from ._common import OwnedPD, cached, float32_tensors, has_non_finite, scratch
+from ._common import OwnedPD, assign_or_add, cached, float32_tensors, has_non_finite, scratch
 from ._state import active
 from .layout import current, fresh_output, in_layout
 
@@ -215,13 +215,8 @@ def pooling_backward(gradient_input, dest, src, grad, do_max, wh, ww, sy, sx, py
         if ws is None:
             return False
         buffers[_WS] = ws
-    if add_to:
-        tmp = scratch("pooling_backward", x.shape)
-        prim({**buffers, _DIFF_SRC: tmp})
-        out = grad.host()
-        np.add(out, tmp, out=out)
-    else:
-        prim({**buffers, _DIFF_SRC: grad.host_write_only()})
+    assign_or_add(prim, buffers, _DIFF_SRC, grad.host() if add_to else grad.host_write_only(),
+                  add_to, "pooling_backward")
     return True
 
 
@@ -249,11 +244,6 @@ def _blocked_backward(gradient_input, src, grad, do_max, window, add_to, state, 
         if ws is None:
             return False
         buffers[_WS] = ws
-    if add_to:
-        tmp = scratch("pooling_backward", out.floats.shape)
-        prim({**buffers, _DIFF_SRC: tmp})
-        np.add(out.floats, tmp, out=out.floats)
-    else:
-        prim({**buffers, _DIFF_SRC: out.address})
+    assign_or_add(prim, buffers, _DIFF_SRC, out.floats, add_to, "pooling_backward")
     grad.set_layout_mirror(out, host_current=False)
     return True
