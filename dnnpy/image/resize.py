@@ -82,13 +82,16 @@ def _resize_into(img, rows, cols):
         # the image as float32 planes (channel, row, column): the columns lm and lm + 1 of
         # every row are gathered once, then the rows top and bottom of those (whole rows), and
         # the per-pixel weights apply to every plane alike
-        planes = np.moveaxis(img.reshape(nr, nc, -1), 2, 0).astype(np.float32)
+        # (gathered in the image's own type, converted after: 4x less memory to move for
+        # uint8; the float32 values are the same)
+        planes = np.moveaxis(img.reshape(nr, nc, -1), 2, 0)
         left_cols, right_cols = planes.take(lm, axis=2), planes.take(lm + 1, axis=2)
-        s = left_cols.take(top, axis=1)
+        s = left_cols.take(top, axis=1).astype(np.float32)
         s *= wtl
+        term = np.empty_like(s)
         for cols_, rows_, weight in ((right_cols, top, wtr), (left_cols, bottom, wbl),
                                      (right_cols, bottom, wbr)):
-            term = cols_.take(rows_, axis=1)
+            term[...] = cols_.take(rows_, axis=1)
             term *= weight
             s += term
         s = np.moveaxis(s, 0, 2) if rgb else s[0]
