@@ -13,7 +13,7 @@ from . import _api as A
 from . import _primitive as P
 from ._common import cached, float32_tensors
 from ._state import active
-from .layout import mirrored
+from .layout import channel_tag, mirrored
 
 __all__ = ["affine_transform_conv", "scale_shift_blocked"]
 
@@ -21,7 +21,6 @@ _SRC_0, _SRC_1, _DST = A.ARGS["DNNL_ARG_SRC"], A.ARGS["DNNL_ARG_SRC_1"], A.ARGS[
 # post-op 0's second source (DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1)
 _SHIFT = A.ARGS["DNNL_ARG_ATTR_MULTIPLE_POST_OP_BASE"] | _SRC_1
 _cache = P.Cache()
-_BLOCKED_TAGS = {16: A.ENUMS["dnnl_aBcd16b"], 8: A.ENUMS["dnnl_aBcd8b"]}
 # below this many elements numpy's two passes cost no more than oneDNN's call (2 threads,
 # measured: 20 k elements 14 against 26 us, 170 k 35 against 42; 330 k 156 against 143,
 # 2.7 M 564 against 239)
@@ -35,7 +34,7 @@ class _Affine(P.Primitive):
         # blocked data with the per-channel operands blocked alike (the same bytes as NCHW's
         # when the lanes divide the channels): oneDNN 3.2 has a JIT kernel for that, while a
         # plain (1, C, 1, 1) operand against blocked data runs its reference code, 20x slower
-        tag = _BLOCKED_TAGS[lanes] if lanes else A.ENUMS["dnnl_abcd"]
+        tag = channel_tag(lanes)
         data = P.MemoryDesc(shape, tag)
         per_channel = P.MemoryDesc((1, shape[1], 1, 1), tag)
         attr = None
@@ -78,11 +77,8 @@ def _blocked(dest, src, A_, B):
     if got is None or not got[1][0].lanes():
         return False
     out, (x,), commit = got
-    key = ("affine_transform_conv",) + tuple(x.shape) + (x.lanes(),)
-    prim = cached(_cache, key, lambda: _Affine(x.shape, x.lanes()), work=x.floats.size)
-    if prim is None:
+    if not scale_shift_blocked(x, out, A_.host_read(), B.host_read()):
         return False
-    prim({_SRC_0: x.address, _SRC_1: A_.host_read(), _DST: out.address, _SHIFT: B.host_read()})
     commit()
     return True
 

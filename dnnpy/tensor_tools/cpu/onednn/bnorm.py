@@ -24,7 +24,7 @@ from . import _api as A
 from . import _primitive as P
 from ._common import OwnedPD, assign_or_add, cached, float32_tensors, scratch
 from ._state import active
-from .layout import mirrored
+from .layout import channel_tag, mirrored
 
 __all__ = ["batch_normalize_gradient", "batch_normalize_conv_gradient"]
 
@@ -34,7 +34,6 @@ _SCALE = A.ARGS["DNNL_ARG_SCALE"]
 _DIFF_SRC, _DIFF_DST = A.ARGS["DNNL_ARG_DIFF_SRC"], A.ARGS["DNNL_ARG_DIFF_DST"]
 _DIFF_SCALE, _DIFF_SHIFT = A.ARGS["DNNL_ARG_DIFF_SCALE"], A.ARGS["DNNL_ARG_DIFF_SHIFT"]
 _FLAGS = A.ENUMS["dnnl_use_scale"] | A.ENUMS["dnnl_use_shift"]
-_BLOCKED_TAGS = {16: A.ENUMS["dnnl_aBcd16b"], 8: A.ENUMS["dnnl_aBcd8b"]}
 _cache = P.Cache()
 
 
@@ -51,7 +50,7 @@ def _forward_pd(data_md, eps):
 
 def _build_backward(shape, eps, lanes=0):
     """The backward primitive on NCHW data, or on ``nChw{lanes}c`` blocked data."""
-    data_md = (P.MemoryDesc(shape, _BLOCKED_TAGS[lanes]) if lanes else P.plain(shape))
+    data_md = P.MemoryDesc(shape, channel_tag(lanes))
     stat_md = P.plain((shape[1],))
     hint = None
     try:

@@ -227,18 +227,8 @@ class _Conv:
             if md is None:
                 args[role] = t.host_read()
                 continue
-            m = _mirrors.current(t, md)
-            if m is not None:
-                args[role] = m.address
-                continue
-            m = _mirrors.fresh(t, md)
-            if m is not None:
-                self._reorder_in[role]({_ARG["DNNL_ARG_FROM"]: t.host_read(),
-                                        _ARG["DNNL_ARG_TO"]: m.address})
-                t.set_layout_mirror(m, host_current=True)
-                args[role] = m.address
-            else:
-                args[role] = self._copy(role, t)
+            m = _mirrors.in_layout(t, md)
+            args[role] = m.address if m is not None else self._copy(role, t)
         if bias is not None:
             args[self.bias_role] = bias
         mirror = None

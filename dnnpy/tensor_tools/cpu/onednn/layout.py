@@ -26,11 +26,18 @@ from . import _api as A
 from . import _primitive as P
 from . import _state
 
-__all__ = ["Mirror", "current", "fresh", "fresh_output", "in_layout", "aligned", "mirrored", "channel_view"]
+__all__ = ["Mirror", "current", "fresh", "fresh_output", "in_layout", "aligned", "mirrored",
+           "channel_view", "channel_tag"]
 
 # the channel-blocked layouts numpy can index (nChw16c on AVX-512, nChw8c on AVX2):
-# (lanes, format tag); a tensor's channel c is block c // lanes, lane c % lanes
-_CHANNEL_BLOCKED = ((16, "dnnl_aBcd16b"), (8, "dnnl_aBcd8b"))
+# lanes -> format tag; a tensor's channel c is block c // lanes, lane c % lanes
+_CHANNEL_BLOCKED = {16: A.ENUMS["dnnl_aBcd16b"], 8: A.ENUMS["dnnl_aBcd8b"]}
+
+
+def channel_tag(lanes):
+    """The format tag of ``nChw{lanes}c`` (``Mirror.lanes``), or NCHW's for 0: what the ops
+    running on blocked values build their primitives with."""
+    return _CHANNEL_BLOCKED[lanes] if lanes else A.ENUMS["dnnl_abcd"]
 
 
 def aligned(nbytes):
@@ -68,9 +75,9 @@ class Mirror:
         if self._lanes is None:
             self._lanes = 0
             if len(self.shape) == 4:
-                for b, tag in _CHANNEL_BLOCKED:
+                for b, tag in _CHANNEL_BLOCKED.items():
                     if self.shape[1] % b == 0:
-                        md = P.MemoryDesc(self.shape, A.ENUMS[tag])
+                        md = P.MemoryDesc(self.shape, tag)
                         try:
                             same = P.same_md(md.handle, self.md)
                         finally:
@@ -126,9 +133,7 @@ class Mirror:
 def current(t, md):
     """``t``'s mirror when it is current and in layout ``md``, else None."""
     m = t.layout_mirror()
-    if m is not None and type(m) is Mirror and m.matches(md, t.shape):
-        return m
-    return None
+    return m if type(m) is Mirror and m.matches(md, t.shape) else None
 
 
 def fresh(t, md):

@@ -30,7 +30,7 @@ from . import _api as A
 from . import _primitive as P
 from ._common import OwnedPD, assign_or_add, cached, float32_tensors, has_non_finite, scratch
 from ._state import active
-from .layout import current, fresh_output, in_layout
+from .layout import channel_tag, current, fresh_output, in_layout
 
 __all__ = ["pooling_forward", "pooling_backward"]
 
@@ -38,7 +38,6 @@ _SRC, _DST, _WS = A.ARGS["DNNL_ARG_SRC"], A.ARGS["DNNL_ARG_DST"], A.ARGS["DNNL_A
 _DIFF_SRC, _DIFF_DST = A.ARGS["DNNL_ARG_DIFF_SRC"], A.ARGS["DNNL_ARG_DIFF_DST"]
 _STATE_KEY = "onednn_max_pool_workspace"
 _cache = P.Cache()
-_BLOCKED_TAGS = {16: A.ENUMS["dnnl_aBcd16b"], 8: A.ENUMS["dnnl_aBcd8b"]}
 
 
 def _geometry(src_shape, dst_shape, wh, ww, sy, sx, py, px):
@@ -62,9 +61,7 @@ def _forward_pd(src_md, dst_md, do_max, training, geometry):
 
 def _mds(src_shape, dst_shape, lanes):
     """The source and destination descriptors: NCHW, or ``nChw{lanes}c`` blocked."""
-    if not lanes:
-        return P.plain(src_shape), P.plain(dst_shape)
-    tag = _BLOCKED_TAGS[lanes]
+    tag = channel_tag(lanes)
     return P.MemoryDesc(src_shape, tag), P.MemoryDesc(dst_shape, tag)
 
 
