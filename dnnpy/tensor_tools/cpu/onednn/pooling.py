@@ -30,7 +30,7 @@ from . import _api as A
 from . import _primitive as P
 from ._common import OwnedPD, assign_or_add, cached, float32_tensors, has_non_finite, scratch
 from ._state import active
-from .layout import channel_tag, current, fresh_output, in_layout
+from .layout import Mirror, channel_tag, current, fresh_output, in_layout
 
 __all__ = ["pooling_forward", "pooling_backward"]
 
@@ -122,7 +122,8 @@ def pooling_forward(dest, src, do_max, wh, ww, sy, sx, py, px, state=None) -> bo
     if not active() or not float32_tensors(dest) or src.size() == 0:
         return False
     window = (wh, ww, sy, sx, py, px)
-    m = current_blocked(src)
+    # blocked when src's values are and dest can hold blocked values (fresh_output's terms)
+    m = current_blocked(src) if dest.covers_storage() and dest.writable() else None
     x = m.floats if m is not None else src.host_read()
     if m is None and not P.f32_contiguous(x):
         return False
@@ -135,12 +136,7 @@ def pooling_forward(dest, src, do_max, wh, ww, sy, sx, py, px, state=None) -> bo
     prim = _forward_prim(src.shape, dest.shape, do_max, training, window, lanes)
     if prim is None:
         return False
-    out_mirror = fresh_output(dest, prim.dst_md) if m is not None else None
-    if m is not None and out_mirror is None:
-        x, lanes = src.host_read(), 0            # dest cannot hold blocked values
-        prim = _forward_prim(src.shape, dest.shape, do_max, training, window)
-        if prim is None:
-            return False
+    out_mirror = fresh_output(dest, prim.dst_md) if lanes else None
     src_buf = m.address if lanes else x
     out = out_mirror.address if lanes else dest.host_write_only()
     if not training:
@@ -162,9 +158,7 @@ def current_blocked(t):
     """``t``'s current mirror when it holds ``t``'s shape channel-blocked
     (``Mirror.lanes``), else None."""
     m = t.layout_mirror()
-    if m is None or getattr(m, "shape", None) != t.shape or not m.lanes():
-        return None
-    return m
+    return m if type(m) is Mirror and m.shape == t.shape and m.lanes() else None
 
 
 def _workspace(state, src, x, dst_shape, window, lanes):
