@@ -9,10 +9,11 @@ With the net saved in dlib's format (``dnnpy.serialize(net, "net.dat", format="d
 that dlib keeps in the object rather than the type (``leaky_relu``'s alpha, ``affine``'s mode,
 ``prelu``'s slope) travel in the file. Layers written with dlib's aliases where those mean the
 same layer (``con<16,5,5,1,1,...>`` when the padding is dlib's default), else as
-``add_layer<con_<16,5,5,1,1,2,2>,...>``. The layers covered are those an ONNX import makes
-(convolutions, fc, linear, affine, the norms, the activations, pooling, tags, skips, add_prev,
-concat, and attention's multm_prev, softmaxm, tril, reshape_to, transpose and slice) and the
-losses without constructor state; another raises ``ValueError`` naming it.
+``add_layer<con_<16,5,5,1,1,2,2>,...>``. The layers covered are most of those an ONNX import
+makes (convolutions, fc, linear, affine, layer and RMS norm, the activations but silu,
+pooling, tags, skips, add_prev, concat, and attention's multm_prev, softmaxm, tril,
+reshape_to, transpose and slice; not bn_) and the losses without constructor state; another
+raises ``ValueError`` naming it.
 """
 
 from __future__ import annotations

@@ -535,7 +535,7 @@ def test_an_additive_mask_and_slices_read_as_tril_and_slice():
     data = _torch_onnx(Net(), x)
     net = import_model(data)
     text = repr(net.net_type)
-    assert "tril[1, neg_infinity_tag, " in text or "tril_[1" in text or "tril" in text
+    assert "tril_ (diag=1, diag_value=-inf), multm_prev" in text    # -inf above the diagonal
     assert "slice[0, 0, 16, 1, 8, 16, " in text and "slice[0, 0, 0, 1, 8, 16, " in text
     _close(net(x), _run(data, x))
 
@@ -639,3 +639,27 @@ def test_review_cases_sequences():
     net = import_model(data)
     assert repr(net.net_type).startswith("affine[linear_no_bias[10, ")
     _close(net(x), _run(data, x))
+
+
+def test_a_flatten_read_by_other_than_an_fc_is_a_reshape():
+    # a Flatten (or Reshape to 2 axes) is dropped only where an fc reads it (dlib's fc flattens
+    # itself); a softmax over the flat values needs them as (C*H*W, 1, 1)
+    x = np.random.default_rng(0).standard_normal((2, 3, 4, 5)).astype(np.float32)
+    for first in (helper.make_node("Flatten", ["x"], ["f"], name="f", axis=1),
+                  helper.make_node("Reshape", ["x", "s"], ["f"], name="f")):
+        m = onnx.load_from_string(_model(
+            [first, helper.make_node("Softmax", ["f"], ["y"], name="s", axis=1)], {}, in_shape=x.shape))
+        if first.op_type == "Reshape":
+            m.graph.initializer.append(numpy_helper.from_array(np.array([-1, 60], np.int64), "s"))
+        m = m.SerializeToString()
+        _close(import_model(m)(x), _run(m, x))
+
+
+def test_concat_over_a_sequences_t_axis_is_refused():
+    # axis 1 of (N, T, D) is T, dlib's nr: concat_ joins k only
+    m = _model([helper.make_node("Relu", ["x"], ["a"], name="r"),
+                helper.make_node("Sigmoid", ["x"], ["b"], name="g"),
+                helper.make_node("Concat", ["a", "b"], ["y"], name="c", axis=1)], {},
+               in_shape=(2, 3, 4))
+    with pytest.raises(onnx_import_error, match=r"node c \(Concat\).*axis 1 of a rank-3"):
+        import_model(m)

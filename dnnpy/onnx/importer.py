@@ -57,7 +57,8 @@ from ..serialization.files import read_source
 from ..parsing import input_type_from_string
 from ..templates import loss_template, skip_templates, tag_templates
 from ..tensor import resizable_tensor
-from .layer_mapping import NodeLayers, pointwise_layer_output, sample_dims, set_affine, set_rms_gamma
+from .layer_mapping import (NodeLayers, dlib_axis, pointwise_layer_output, sample_dims, set_affine,
+                            set_rms_gamma)
 
 __all__ = ["import_model", "onnx_import_error", "OPSET_RANGE"]
 
@@ -594,8 +595,9 @@ class _Importer(NodeLayers):
         ids inside other blocks)."""
         axis = self._attrs(node).get("axis")
         rank = len(self.shapes.get(inputs[0], ())) or 4
-        if axis is None or axis % rank != 1:
-            raise self.fail(node, f"axis {axis}: dlib's concat_ joins channels (axis 1)")
+        if axis is None or dlib_axis(axis, rank) != 1:
+            raise self.fail(node, f"axis {axis} of a rank-{rank} tensor: dlib's concat_ joins "
+                                  f"channels (dlib's k)")
         if len(node.input) != len(inputs):
             raise self.fail(node, "concatenates a constant: dlib's concat_ joins layers' outputs")
         if not 2 <= len(inputs) <= 5:

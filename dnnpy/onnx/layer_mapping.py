@@ -36,7 +36,7 @@ def sample_dims(shape):
     raise ValueError(f"a rank-{len(shape)} tensor: dlib's tensors have up to 3 axes per sample")
 
 
-def _dlib_axis(axis, rank):
+def dlib_axis(axis, rank):
     """The axis of dlib's (N, k, nr, nc) that ONNX ``axis`` of a rank-``rank`` tensor is."""
     axis %= rank
     return {2: (0, 1), 3: (0, 2, 3), 4: (0, 1, 2, 3)}[rank][axis]
@@ -160,6 +160,17 @@ class NodeLayers:
         op = node.op_type
         if op in ("Split", "Slice"):
             return [self._crop(node, shape, output)]
+        if op == "Flatten" or (op == "Reshape" and len(self.shapes.get(output, ())) == 2):
+            if op == "Flatten" and self._attrs(node).get("axis", 1) != 1:
+                raise self.fail(node, f"axis {self._attrs(node)['axis']}: only the flattening of "
+                                      f"(C, H, W) per sample")
+            readers = self.readers.get(output, [])
+            if readers and all(r.op_type in ("Gemm", "MatMul") for r in readers):
+                return []          # dlib's fc flattens (C, H, W) in this order itself
+            # anything else reads the flat values: (C*H*W, 1, 1) per sample
+            return _reshape(sample_dims(shape), (int(np.prod(sample_dims(shape))), 1, 1))
+        if op == "Reshape" and output not in self.shapes:
+            raise self.fail(node, "a target shape that shape inference could not fix")
         if op == "Reshape" and len(self.shapes.get(output, ())) in (3, 4):
             out = self.shapes[output]
             if any(d is None for d in out[1:]):
@@ -182,7 +193,7 @@ class NodeLayers:
         if rank not in (2, 3, 4) or perm[0] != 0:
             raise self.fail(node, f"perm {perm} of a rank-{rank} tensor: dlib's layers reorder "
                                   f"within a sample (the batch axis stays first)")
-        axes = [_dlib_axis(p, rank) - 1 for p in perm[1:]]        # the sample's axes, reordered
+        axes = [dlib_axis(p, rank) - 1 for p in perm[1:]]        # the sample's axes, reordered
         # (a sequence's k and a matrix's nr, nc are 1 and stay where they are)
         order = [0] + axes if rank == 3 else axes + [1, 2][:3 - len(axes)]
         dims = sample_dims(shape)
@@ -209,7 +220,7 @@ class NodeLayers:
             raise self.fail(node, f"an empty crop ({size} elements along axis {axis})")
         dims = list(sample_dims(shape))
         offsets = [0, 0, 0]
-        d = _dlib_axis(axis, rank) - 1
+        d = dlib_axis(axis, rank) - 1
         offsets[d], dims[d] = begin, size
         return (layers.slice_(*offsets, *dims), None, None)
 
@@ -292,10 +303,6 @@ class NodeLayers:
         op, a = node.op_type, self._attrs(node)
         if op in _DROPPED:
             return None
-        if op in ("Flatten", "Reshape"):
-            if op == "Flatten" and a.get("axis", 1) != 1:
-                raise self.fail(node, f"axis {a['axis']}: only the flattening of (C, H, W) per sample")
-            return None      # dlib's fc flattens (C, H, W) in this order itself
         if op in ("Conv", "ConvTranspose"):
             return self._convolution(node, a)
         if op in ("Gemm", "MatMul"):
