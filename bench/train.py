@@ -90,7 +90,7 @@ import statistics
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 os.environ.setdefault("DNNPY_DISABLE_CUDA", "1")   # the peers run on the CPU
@@ -135,6 +135,7 @@ class Budget:
     warmup: int        # untimed steps of each implementation before the first round
     rounds: int        # interleaved rounds
     steps: int         # timed steps of each implementation per round
+    min_seconds: float = 0.0   # and at least this long (per process, own-process mode)
 
 
 FULL = Budget(warmup=2, rounds=5, steps=3)
@@ -779,8 +780,8 @@ def child(spec, threads, quick, budget, faces_dir):
     for _ in range(budget.warmup):
         step()
     time.sleep(SETTLE_SECONDS)
-    times, least = [], 0.0 if quick else MIN_TIMED_SECONDS
-    while len(times) < budget.steps or sum(times) < least:
+    times = []
+    while len(times) < budget.steps or sum(times) < budget.min_seconds:
         t0 = time.perf_counter()
         step()
         times.append(time.perf_counter() - t0)
@@ -861,12 +862,11 @@ def table(rows, markdown):
     return "\n".join([fmt(headers), fmt(["-" * w for w in widths])] + [fmt(b) for b in body])
 
 
-PROCESS_FULL = Budget(warmup=5, rounds=3, steps=7)   # dnnpy settles after 4-5 steps
+# dnnpy settles after 4-5 steps; a process times at least 1 s (and at least ``steps`` steps):
+# 7 steps of a 12 ms LeNet step took 0.1 s, and on a shared 2-vCPU machine their median moved
+# the LeNet and autoencoder ratios by 0.3 from run to run (0.85-1.21, 0.90-1.29)
+PROCESS_FULL = Budget(warmup=5, rounds=3, steps=7, min_seconds=1.0)
 PROCESS_QUICK = Budget(warmup=2, rounds=2, steps=3)
-# a process times at least this long (and at least budget.steps steps): 7 steps of a 12 ms
-# LeNet step took 0.1 s, and on a shared 2-vCPU machine their median moved the LeNet and
-# autoencoder ratios by 0.3 from run to run (0.85-1.21, 0.90-1.29)
-MIN_TIMED_SECONDS = 1.0
 NAMES = (*WORKLOADS, "face")
 
 
@@ -891,8 +891,8 @@ def main(argv=None):
         budget = QUICK if args.quick else FULL
     else:
         budget = PROCESS_QUICK if args.quick else PROCESS_FULL
-    budget = Budget(args.warmup if args.warmup is not None else budget.warmup,
-                    args.rounds or budget.rounds, args.steps or budget.steps)
+    budget = replace(budget, warmup=args.warmup if args.warmup is not None else budget.warmup,
+                     rounds=args.rounds or budget.rounds, steps=args.steps or budget.steps)
     if args.child:
         return child(args.child, args.threads, args.quick, budget, args.faces)
     only = [s.strip() for s in args.only.split(",") if s.strip()]
@@ -951,7 +951,7 @@ def main(argv=None):
               f"after {budget.warmup} warm-up, all in one process; ratio = median / median")
     else:
         print(f"\nms: median (min) over {budget.rounds} rounds of each process's median step "
-              f"(at least {budget.steps} steps and {0 if args.quick else MIN_TIMED_SECONDS:g} s of them, after "
+              f"(at least {budget.steps} steps and {budget.min_seconds:g} s of them, after "
               f"{budget.warmup} warm-up); ratio = median / median")
     for r in rows:
         print(f"{r.name}: {r.what}; {r.check}" + ("" if r.ok else "  <-- MISMATCH"))

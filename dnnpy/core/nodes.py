@@ -475,9 +475,9 @@ class input_node(net_node):
         if self._grad_missing:
             raise ValueError("get_final_data_gradient: the last backward pass did not compute the "
                              "gradient with respect to the input: dnn_trainer's steps skip it (they "
-                             "never read it). For it, run net.forward(x) then "
-                             "net.back_propagate_error(x) yourself (with "
-                             "set_final_data_gradient_wanted(True), the default)")
+                             "never read it), as does a net with set_final_data_gradient_wanted("
+                             "False). For it, run net.forward(x) then net.back_propagate_error(x) "
+                             "yourself, with set_final_data_gradient_wanted(True) (the default)")
         return read_only_view(self.grad_final, "the data gradient (get_final_data_gradient)")
 
     def set_final_data_gradient_wanted(self, wanted):

@@ -86,7 +86,7 @@ def _resize_into(img, rows, cols):
         # uint8; the float32 values are the same)
         planes = np.moveaxis(img.reshape(nr, nc, -1), 2, 0)
         left_cols, right_cols = planes.take(lm, axis=2), planes.take(lm + 1, axis=2)
-        s = left_cols.take(top, axis=1).astype(np.float32)
+        s = left_cols.take(top, axis=1).astype(np.float32, copy=False)
         s *= wtl
         term = np.empty_like(s)
         for cols_, rows_, weight in ((right_cols, top, wtr), (left_cols, bottom, wbl),

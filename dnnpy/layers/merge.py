@@ -87,12 +87,12 @@ class add_prev_(_identity_map, _tag_merge):
         # one this pass has not written yet is assigned when the shapes agree (no zero-fill)
         for node in (sub, self._tagged(sub)):
             g, add_to = gradient_input_target(node)
-            if not add_to and g.shape == gradient_input.shape:
-                tt.add(0, g, 1, gradient_input)
-                continue
-            if not add_to:
-                g.fill(0)
-            tt.add(g, g, gradient_input)
+            if g.shape == gradient_input.shape:
+                tt.add(1 if add_to else 0, g, 1, gradient_input)
+            else:
+                if not add_to:
+                    g.fill(0)
+                tt.add(g, g, gradient_input)
 
     def to_onnx(self, g, x):
         """``Add``; tensors of different sizes are zero-padded at the end of each dimension

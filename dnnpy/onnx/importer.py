@@ -70,7 +70,6 @@ _MAX_ACTIVATION_NODES = 12     # nodes of one activation written out (tanh-GELU 
 _MAX_FOLDS = 64          # rounds of shape inference and folding (one per dependent Pad, about)
 _NOT_FOLDED = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
                "Bernoulli", "Dropout"}
-_SHAPE_OPS = {"Shape", "Gather", "Unsqueeze", "Squeeze", "Concat", "Constant", "Cast", "Slice"}
 
 
 class onnx_import_error(ValueError):
@@ -264,29 +263,6 @@ class _Importer(NodeLayers):
             raise onnx_import_error(f"{self.name}: the input {v.name!r} is not float32")
         return v.name, shape
 
-    def _shape_only(self):
-        """The nodes (by their first output's name) that only compute a Reshape's target shape."""
-        consumers = {}
-        for node in self.graph.node:
-            for i in node.input:
-                consumers.setdefault(i, []).append(node.output[0] if node.output else "")
-        feeds_shape = {node.input[1] for node in self.graph.node
-                       if node.op_type == "Reshape" and len(node.input) > 1}
-        feeds_shape |= {i for node in self.graph.node if node.op_type == "Resize" for i in node.input[1:] if i}
-        skip, changed = set(), True
-        while changed:
-            changed = False
-            for node in self.graph.node:
-                key = node.output[0] if node.output else ""
-                if key in skip or node.op_type not in _SHAPE_OPS:
-                    continue
-                if all(o in feeds_shape or (consumers.get(o) and all(c in skip for c in consumers[o]))
-                       for o in node.output):
-                    skip.add(key)
-                    feeds_shape.update(node.input)
-                    changed = True
-        return skip
-
     def net(self, loss, input_type):
         """The net: ``input_type`` (None: ``input_tensor``, or for a sequence graph dlib's
         ``input<matrix<float>>``, whose objects are T x D matrices), the layers, the loss."""
@@ -294,7 +270,6 @@ class _Importer(NodeLayers):
         if input_type is None:
             input_type = input_matrix[np.float32] if len(shape) == 3 else input_tensor
         self.input_type = input_type
-        self.skip = self._shape_only()
         self.producer, self.order, self._ancestor_sets, self.readers = {}, {}, {}, {}
         for i, node in enumerate(self.graph.node):
             for o in node.output:
@@ -406,7 +381,7 @@ class _Importer(NodeLayers):
             raise self.fail(mean, f"an RMS norm over axes {axes} of a rank-{rank} tensor: dlib's "
                                   f"rms_norm takes the mean over all of a sample's values")
 
-    def _append(self, steps, node, output=None):
+    def _append(self, steps, node, output):
         """``steps`` with one-input ``node``'s step added: its layer; for an Add of a constant
         after a MatMul, that fc's bias; for arithmetic with constants (Add, Sub, Mul, Div:
         ``gamma * x + beta``), an ``affine``, merged into an affine just before it."""
@@ -442,7 +417,7 @@ class _Importer(NodeLayers):
             ways = [_joined_all(steps, way) for way in self.transpose_ways(node, shape)]
             # (of equal ones, the way ending with a reshape_to: a Reshape after it joins it)
             return min(ways, key=lambda w: (len(w), not (w and isinstance(w[-1][1], layers.reshape_to_))))
-        return _joined_all(steps, self._layers(node, shape, output or node.output[0]))
+        return _joined_all(steps, self._layers(node, shape, output))
 
     def _is_mask(self, node):
         """For an Add of a constant of 0s and -infs (an attention mask): (the -inf places, -inf)."""

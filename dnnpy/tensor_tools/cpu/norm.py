@@ -102,8 +102,8 @@ def _bn_blocked(eps, dest, means, invstds, f, running_means, running_variances, 
     left in oneDNN's ``nChw{b}c`` layout), written to ``dest``'s blocked values: the same
     statistics, with rows summed over a row of pixels in float32 and those sums in float64
     (``_blocked_sums``). False when ``src`` has no such values."""
-    m = onednn.mirrored(dest, (src,))
-    if m is None or not m[1][0].lanes():
+    m = onednn.mirrored_blocks(dest, (src,), params=(gamma, beta, means, invstds))
+    if m is None:
         return False
     out, (xm,), commit = m
     x, d, lanes = xm.blocks(), out.blocks(), xm.lanes()

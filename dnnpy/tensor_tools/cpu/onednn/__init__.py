@@ -45,9 +45,9 @@ __all__ = ["conv_forward", "conv_backward_data", "conv_backward_filters", "activ
 from .binary import affine_transform_conv, scale_shift_blocked
 from .bnorm import batch_normalize_conv_gradient, batch_normalize_gradient
 from .eltwise import relu_gradient
-from .layout import channel_view, mirrored
+from .layout import channel_view, mirrored, mirrored_blocks
 from .matmul import gemm
 from .pooling import pooling_backward, pooling_forward
 
-__all__ += ["mirrored", "channel_view", "affine_transform_conv", "scale_shift_blocked", "relu_gradient", "pooling_forward", "pooling_backward", "batch_normalize_gradient",
+__all__ += ["mirrored", "mirrored_blocks", "channel_view", "affine_transform_conv", "scale_shift_blocked", "relu_gradient", "pooling_forward", "pooling_backward", "batch_normalize_gradient",
             "batch_normalize_conv_gradient", "gemm"]

@@ -13,7 +13,7 @@ from . import _api as A
 from . import _primitive as P
 from ._common import cached, float32_tensors
 from ._state import active
-from .layout import channel_tag, mirrored
+from .layout import channel_tag, mirrored_blocks
 
 __all__ = ["affine_transform_conv", "scale_shift_blocked"]
 
@@ -73,8 +73,8 @@ def _blocked(dest, src, A_, B):
         return False
     if dest.is_aliased_with(A_) or dest.is_aliased_with(B):
         return False
-    got = mirrored(dest, (src,))
-    if got is None or not got[1][0].lanes():
+    got = mirrored_blocks(dest, (src,), params=(A_, B))
+    if got is None:
         return False
     out, (x,), commit = got
     if not scale_shift_blocked(x, out, A_.host_read(), B.host_read()):

@@ -24,7 +24,7 @@ from . import _api as A
 from . import _primitive as P
 from ._common import OwnedPD, assign_or_add, cached, float32_tensors, scratch
 from ._state import active
-from .layout import channel_tag, mirrored
+from .layout import channel_tag, mirrored_blocks
 
 __all__ = ["batch_normalize_gradient", "batch_normalize_conv_gradient"]
 
@@ -118,10 +118,9 @@ def _blocked_gradient(eps, gradient_input, means, invstds, src, gamma, src_grad,
     (or added to) in it. False when they are not (or ``src_grad`` is one of them)."""
     if src_grad is src or src_grad is gradient_input or src.num_samples() < 2:
         return False
-    if not float32_tensors(means, invstds, gamma, gamma_grad, beta_grad):
-        return False
-    got = mirrored(src_grad, (src, gradient_input), read_out=add_to)
-    if got is None or not got[1][0].lanes():
+    got = mirrored_blocks(src_grad, (src, gradient_input), add_to,
+                          (means, invstds, gamma, gamma_grad, beta_grad))
+    if got is None:
         return False
     out, (x, g), commit = got
     lanes, shape = x.lanes(), x.shape

@@ -27,7 +27,7 @@ from . import _primitive as P
 from . import _state
 
 __all__ = ["Mirror", "current", "fresh", "fresh_output", "in_layout", "aligned", "mirrored",
-           "channel_view", "channel_tag"]
+           "mirrored_blocks", "channel_view", "channel_tag"]
 
 # the channel-blocked layouts numpy can index (nChw16c on AVX-512, nChw8c on AVX2):
 # lanes -> format tag; a tensor's channel c is block c // lanes, lane c % lanes
@@ -180,6 +180,16 @@ def mirrored(out, ins, read_out=False):
     if om is None or None in mirrors:
         return None
     return om, mirrors, lambda: out.set_layout_mirror(om, host_current=False)
+
+
+def mirrored_blocks(out, ins, read_out=False, params=()):
+    """``mirrored`` for a per-channel op, which indexes the channel blocks: None also when
+    the layout is not ``nChw{b}c`` with ``b`` dividing the channels (``Mirror.lanes``) or a
+    tensor of per-channel ``params`` is not float32 (oneDNN reads float32)."""
+    if any(p.dtype != np.float32 for p in params):
+        return None
+    got = mirrored(out, ins, read_out)
+    return got if got is not None and got[1][0].lanes() else None
 
 
 def _in_layout(t, like):
