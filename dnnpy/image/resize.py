@@ -17,6 +17,10 @@ from ..geometry import lround
 
 __all__ = ["resize_image"]
 
+# float32 values per plane-band of the bilinear resize's main loop (about 256 KB: the band's
+# temporaries stay in a core's cache)
+_BAND_VALUES = 1 << 16
+
 
 def _check_hw(img, name):
     """``img`` as an array, HxW or HxWxC (the one shape check of dnnpy.image's functions)."""
@@ -78,30 +82,33 @@ def _resize_into(img, rows, cols):
         ilr = np.float32(1) - lr
         tbf = tb.astype(np.float32)[:, None]
         itbf = (1 - tb).astype(np.float32)[:, None]
-        wtl, wtr, wbl, wbr = itbf * ilr, itbf * lr, tbf * ilr, tbf * lr
-        # the image as float32 planes (channel, row, column): the columns lm and lm + 1 of
-        # every row are gathered once, then the rows top and bottom of those (whole rows), and
-        # the per-pixel weights apply to every plane alike
-        # (gathered in the image's own type, converted after: 4x less memory to move for
-        # uint8; the float32 values are the same)
-        planes = np.moveaxis(img.reshape(nr, nc, -1), 2, 0)
-        left_cols, right_cols = planes.take(lm, axis=2), planes.take(lm + 1, axis=2)
-        s = left_cols.take(top, axis=1).astype(np.float32, copy=False)
-        s *= wtl
-        term = np.empty_like(s)
-        for cols_, rows_, weight in ((right_cols, top, wtr), (left_cols, bottom, wbl),
-                                     (right_cols, bottom, wbr)):
-            term[...] = cols_.take(rows_, axis=1)
-            term *= weight
-            s += term
-        s = np.moveaxis(s, 0, 2) if rgb else s[0]
-        if rgb:
-            # the sum is in [0, 256): the cast truncates, as dlib's (cvttps, then unsigned char)
-            out[:, :cm] = s
-        elif np.issubdtype(img.dtype, np.integer):
-            out[:, :cm] = np.trunc(s.astype(np.float64) + 0.5).astype(img.dtype)  # static_cast(value + 0.5)
-        else:
-            out[:, :cm] = s.astype(img.dtype)
+        # the image as planes (channel, row, column), in its own type; the output is made
+        # a band of rows at a time (the band's float32 temporaries stay in cache): the
+        # columns lm and lm + 1 of its rows top and bottom are gathered, weighted per pixel
+        # and summed in dlib's order, for every plane alike
+        planes = np.ascontiguousarray(np.moveaxis(img.reshape(nr, nc, -1), 2, 0))
+        band = max(1, _BAND_VALUES // (planes.shape[0] * cm))
+        for r0 in range(0, rows, band):
+            r1 = min(rows, r0 + band)
+            above, below = planes[:, top[r0:r1]], planes[:, bottom[r0:r1]]
+            s = above.take(lm, axis=2).astype(np.float32)
+            s *= itbf[r0:r1] * ilr
+            term = np.empty_like(s)
+            for src, cols_, weight in ((above, lm + 1, itbf[r0:r1] * lr), (below, lm, tbf[r0:r1] * ilr),
+                                       (below, lm + 1, tbf[r0:r1] * lr)):
+                term[...] = src.take(cols_, axis=2)
+                term *= weight
+                s += term
+            if rgb:
+                # the sum is in [0, 256): the cast truncates, as dlib's (cvttps, then unsigned char)
+                # (plane by plane: a strided write of converted values is 3x slower)
+                u = s.astype(np.uint8)
+                for c in range(3):
+                    out[r0:r1, :cm, c] = u[c]
+            elif np.issubdtype(img.dtype, np.integer):
+                out[r0:r1, :cm] = np.trunc(s[0].astype(np.float64) + 0.5).astype(img.dtype)  # static_cast(value + 0.5)
+            else:
+                out[r0:r1, :cm] = s[0].astype(img.dtype)
     if cm < cols:
         # leftover columns: x = -s + c*s, then x += s per column, in double
         x = np.add.accumulate(np.concatenate([[-xs + cm * xs], np.full(cols - cm, xs)]))[1:]
