@@ -414,13 +414,19 @@ def _feature_pyramid(img, cell, pad_rows, pad_cols, min_width, min_height, max_l
             level = pyr(level) if i else level
             feats.append(extract_fhog_features(level, cell, pad_rows, pad_cols))
         return feats
-    # each level's features in a worker thread (numpy releases the GIL in its loops) while
-    # this thread makes the next, smaller level
+    # one worker makes the levels (each from the one above), queueing each level's features
+    # as it goes; the other workers compute them, and the first joins them once the levels
+    # are made (numpy releases the GIL in its loops)
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dnnpy-fhog") as pool:
-        jobs, level = [], img
-        for i in range(levels):
-            level = pyr(level) if i else level
-            jobs.append(pool.submit(extract_fhog_features, level, cell, pad_rows, pad_cols))
+        jobs = []
+
+        def make_levels():
+            level = img
+            for i in range(levels):
+                level = pyr(level) if i else level
+                jobs.append(pool.submit(extract_fhog_features, level, cell, pad_rows, pad_cols))
+
+        pool.submit(make_levels).result()
         return [j.result() for j in jobs]
 
 
