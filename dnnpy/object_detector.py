@@ -32,6 +32,7 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from .atomic import atomic_write
 from .geometry import rectangle, rectangles, test_box_overlap
@@ -450,10 +451,14 @@ def _detect(feats, filters, thresholds, adjust, box, cell, pad_rows, pad_cols):
             continue
         cellwise = (bank @ f.reshape(-1, _PLANES).T).reshape(rows, cols, count, nr, nc)
         vr, vc = nr - rows + 1, nc - cols + 1
-        score = np.zeros((count, vr, vc), np.float32)
-        for i in range(rows):
-            for j in range(cols):
-                score += cellwise[i, j, :, i:i + vr, j:j + vc]
+        # the window at (y, x) adds cellwise[i, j, :, y + i, x + j] over its cells (i, j): one
+        # strided view holds them all (moving one cell right or down is a fixed step in
+        # memory), summed in float32
+        e = cellwise.itemsize
+        windows = as_strided(cellwise, (rows, cols, count, vr, vc),
+                             ((cols * count * nr * nc + nc) * e, (count * nr * nc + 1) * e,
+                              nr * nc * e, nc * e, e), writeable=False)
+        score = windows.sum(axis=(0, 1), dtype=np.float32)
         for k in range(count):
             y0, x0 = np.nonzero(score[k] >= cutoffs[k])
             if len(y0) == 0:
