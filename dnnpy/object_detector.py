@@ -42,6 +42,7 @@ from .image.interpolation import pyramid_up
 from .image.pyramid import pyramid_down
 from .serialization.files import read_source, refuse_other_files
 from .serialization.primitives import Reader, Writer
+from .tensor_tools.cpu import onednn
 from .tensor_tools.threads import get_num_threads
 
 __all__ = ["fhog_object_detector", "simple_object_detector", "get_frontal_face_detector"]
@@ -449,7 +450,11 @@ def _detect(feats, filters, thresholds, adjust, box, cell, pad_rows, pad_cols):
         nr, nc = f.shape[:2]
         if nr < rows or nc < cols:
             continue
-        cellwise = (bank @ f.reshape(-1, _PLANES).T).reshape(rows, cols, count, nr, nc)
+        cellwise = np.empty((len(bank), nr * nc), np.float32)
+        features = f.reshape(-1, _PLANES)
+        if not onednn.matmul_arrays(bank, features, cellwise, trans_rhs=True):
+            np.matmul(bank, features.T, out=cellwise)
+        cellwise = cellwise.reshape(rows, cols, count, nr, nc)
         vr, vc = nr - rows + 1, nc - cols + 1
         # the window at (y, x) adds cellwise[i, j, :, y + i, x + j] over its cells (i, j): one
         # strided view holds them all (moving one cell right or down is a fixed step in

@@ -233,6 +233,24 @@ def test_gemm_matches_numpy(trans_lhs, trans_rhs, beta):
     assert_close_scaled(got, want, 1e-6, "gemm")
 
 
+@pytest.mark.parametrize("trans_rhs", [False, True])
+def test_matmul_arrays_matches_numpy(trans_rhs):
+    lhs, rhs = rand(7, 31), (rand(40, 31) if trans_rhs else rand(31, 40))
+    out = np.full((7, 40), np.nan, np.float32)
+    assert onednn.matmul_arrays(lhs, rhs, out, trans_rhs=trans_rhs)
+    want = lhs.astype(np.float64) @ (rhs.T if trans_rhs else rhs).astype(np.float64)
+    assert_close_scaled(out, want, 1e-6, "matmul_arrays")
+    # what it refuses, leaving the work to numpy: other dtypes, layouts, shapes, aliasing
+    assert not onednn.matmul_arrays(lhs.astype(np.float64), rhs, out, trans_rhs)
+    assert not onednn.matmul_arrays(np.asfortranarray(lhs), rhs, out, trans_rhs)
+    assert not onednn.matmul_arrays(lhs, rhs, out[:, :39].copy(), trans_rhs)
+    assert not onednn.matmul_arrays(lhs[:, :30].copy(), rhs, out, trans_rhs)
+    square = rand(8, 8)
+    assert not onednn.matmul_arrays(square, rand(8, 8), square)
+    with force_numpy():
+        assert not onednn.matmul_arrays(lhs, rhs, out, trans_rhs)
+
+
 def test_unsupported_cases_fall_back_to_numpy():
     a, b = T(rand(4, 3, 1, 1)), T(rand(3, 2, 1, 1))
     assert not onednn.gemm(0.0, T(rand(4, 2, 1, 1)), 2.0, a, False, b, False)   # alpha != 1

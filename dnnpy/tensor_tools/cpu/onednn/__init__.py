@@ -28,7 +28,7 @@ Modules:
 - ``conv.py``: convolution: forward (fused bias and ReLU), data gradient and filter gradient
 - ``eltwise.py``: ReLU backward, for ``relu_gradient``
 - ``layout.py``: tensors whose values stay in a blocked layout between two oneDNN ops
-- ``matmul.py``: matmul, for the CPU twin's channel-wise ``gemm``
+- ``matmul.py``: matmul, for the CPU twin's channel-wise ``gemm`` and numpy matrices
 - ``pooling.py``: max and average pooling, forward and backward
 """
 
@@ -46,8 +46,8 @@ from .binary import affine_transform_conv, scale_shift_blocked
 from .bnorm import batch_normalize_conv_gradient, batch_normalize_gradient
 from .eltwise import relu_gradient
 from .layout import channel_view, mirrored, mirrored_blocks
-from .matmul import gemm
+from .matmul import gemm, matmul_arrays
 from .pooling import pooling_backward, pooling_forward
 
 __all__ += ["mirrored", "mirrored_blocks", "channel_view", "affine_transform_conv", "scale_shift_blocked", "relu_gradient", "pooling_forward", "pooling_backward", "batch_normalize_gradient",
-            "batch_normalize_conv_gradient", "gemm"]
+            "batch_normalize_conv_gradient", "gemm", "matmul_arrays"]

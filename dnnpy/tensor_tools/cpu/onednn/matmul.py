@@ -13,12 +13,14 @@ run on numpy.
 
 from __future__ import annotations
 
+import numpy as np
+
 from . import _api as A
 from . import _primitive as P
 from ._common import cached
 from ._state import active
 
-__all__ = ["gemm"]
+__all__ = ["gemm", "matmul_arrays"]
 
 _SRC, _WEI, _DST = A.ARGS["DNNL_ARG_SRC"], A.ARGS["DNNL_ARG_WEIGHTS"], A.ARGS["DNNL_ARG_DST"]
 _AB, _BA = A.ENUMS["dnnl_ab"], A.ENUMS["dnnl_ba"]
@@ -63,12 +65,35 @@ def gemm(beta, dest, alpha, lhs, trans_lhs, rhs, trans_rhs, mode=0) -> bool:
         n2, n = n, n2
     if m == 0 or k == 0 or n == 0:
         return False
-    beta = float(beta)
-    prim = cached(_cache, ("gemm", m, k, n, bool(trans_lhs), bool(trans_rhs), beta),
-                  lambda: _build(m, k, n, bool(trans_lhs), bool(trans_rhs), beta),
-                  work=m * k * n * P.MAC_WORK)
+    prim = _primitive(m, k, n, bool(trans_lhs), bool(trans_rhs), float(beta))
     if prim is None:
         return False
     out = dest.host() if beta != 0 else dest.host_write_only()
     prim({_SRC: x, _WEI: w, _DST: out})
     return True
+
+
+def matmul_arrays(lhs, rhs, out, trans_rhs=False) -> bool:
+    """``out[...] = lhs @ (rhs.T if trans_rhs else rhs)`` through oneDNN, for numpy's C-contiguous
+    float32 matrices (``out`` sharing no memory with the operands): for dnnpy's numpy code
+    outside the tensor ops (the HOG detectors' filter banks), so that it makes no
+    multi-threaded OpenBLAS call either. False when numpy must run (oneDNN unusable, other
+    dtypes, layouts or shapes, an empty matrix)."""
+    if not active() or lhs.ndim != 2 or rhs.ndim != 2 or out.ndim != 2:
+        return False
+    if not P.f32_contiguous(lhs, rhs, out) or np.shares_memory(out, lhs) or np.shares_memory(out, rhs):
+        return False
+    (m, k), n = lhs.shape, rhs.shape[0] if trans_rhs else rhs.shape[1]
+    if (rhs.shape[1] if trans_rhs else rhs.shape[0]) != k or out.shape != (m, n) or 0 in (m, k, n):
+        return False
+    prim = _primitive(m, k, n, False, bool(trans_rhs), 0.0)
+    if prim is None:
+        return False
+    prim({_SRC: lhs, _WEI: rhs, _DST: out})
+    return True
+
+
+def _primitive(m, k, n, trans_lhs, trans_rhs, beta):
+    """The cached matmul primitive for these sizes, or None when oneDNN refuses them."""
+    return cached(_cache, ("gemm", m, k, n, trans_lhs, trans_rhs, beta),
+                  lambda: _build(m, k, n, trans_lhs, trans_rhs, beta), work=m * k * n * P.MAC_WORK)
