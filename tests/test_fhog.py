@@ -62,6 +62,18 @@ def test_fhog_equals_dlib():
         np.testing.assert_allclose(got.astype(np.float64), want, rtol=0, atol=2e-6, err_msg=f"{name} {cell}")
 
 
+@pytest.mark.parametrize("cell", [8, 5])
+def test_fhog_bands_change_nothing(monkeypatch, cell):
+    """The histograms are summed a band of pixel rows at a time: bands of one cell row (the
+    first padded, the last shorter) give the features one band gives (float64 sums of the
+    same votes, in another order: 1e-6)."""
+    import dnnpy.image.fhog as fhog
+    img = _images()["noise_rgb"]
+    whole = extract_fhog_features(img, cell)
+    monkeypatch.setattr(fhog, "_BAND_PIXELS", 1)
+    np.testing.assert_allclose(extract_fhog_features(img, cell), whole, rtol=0, atol=1e-6)
+
+
 def test_fhog_edges_and_bad_input():
     assert extract_fhog_features(np.zeros((10, 10), np.uint8)).shape == (0, 0, 31)   # < 3 cells
     flat = extract_fhog_features(np.full((40, 40, 3), 7, np.uint8))

@@ -84,6 +84,22 @@ def test_resize_image_contract():
         resize_image(img, 3)
 
 
+@pytest.mark.parametrize("kind", ["rgb", "u8", "f32"])
+def test_resize_image_bands_change_nothing(monkeypatch, kind):
+    """The main loop runs a band of output rows at a time: bands of a few rows (and a last,
+    shorter one) give the image one band gives."""
+    import dnnpy.image.resize as rz
+    rng = np.random.default_rng(3)
+    img = (rng.integers(0, 256, (53, 61, 3), dtype=np.uint8) if kind == "rgb" else
+           rng.integers(0, 256, (53, 61), dtype=np.uint8) if kind == "u8" else
+           (rng.standard_normal((53, 61)) * 50).astype(np.float32))
+    for rows, cols in ((107, 119), (44, 50)):
+        whole = resize_image(img, rows, cols)
+        monkeypatch.setattr(rz, "_BAND_VALUES", 3 * cols * 3)     # 3 rows a band (RGB)
+        np.testing.assert_array_equal(resize_image(img, rows, cols), whole)
+        monkeypatch.undo()
+
+
 # dlib's rotate_image outputs: (shape, hash, returned transform m00 m01 m10 m11 b0 b1)
 ROT = {
     ("gray", 0.3): ((31, 37), 0x50d8807affd562ef, [0.95533648912560598, 0.29552020666133955, -0.29552020666133955,

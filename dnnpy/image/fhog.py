@@ -31,8 +31,9 @@ _DIRECTIONS = np.array([[1.0000, 0.0000], [0.9397, 0.3420], [0.7660, 0.6428], [0
                         [-0.9397, 0.3420]], np.float32)
 _F = np.float32
 # pixels per band of the histogram pass: its temporaries (about 40 bytes a pixel) stay in
-# cache instead of touching new pages (twice as fast as the whole image at once)
-_BAND_PIXELS = 1 << 15
+# cache instead of touching new pages (twice as fast as the whole image at once), and its
+# numpy calls are long enough for threads (see resize.py's _BAND_VALUES)
+_BAND_PIXELS = 1 << 16
 
 
 def extract_fhog_features(img, cell_size=8, filter_rows_padding=1, filter_cols_padding=1):
