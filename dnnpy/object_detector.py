@@ -368,18 +368,21 @@ def run_multiple(detectors, img, upsample_num_times=0, adjust_threshold=0.0, _si
     pad_rows, pad_cols = max(s[0] for s in sizes), max(s[1] for s in sizes)
     if _single:
         pad_rows, pad_cols = sizes[0]
-    feats = _feature_pyramid(img, cell, pad_rows, pad_cols,
-                             min(d.min_pyramid_layer_width for d in detectors),
-                             min(d.min_pyramid_layer_height for d in detectors),
-                             max(d.max_pyramid_levels for d in detectors))
-    # each filter's windows, best first; a box's index is its filter (one detector: dlib's
-    # object_detector) or its detector (several: dlib's evaluate_detectors)
+    # each level's windows are scored by every detector as soon as its features are made
+    # (in the worker that made them); then each filter's windows, best first. A box's index
+    # is its filter (one detector: dlib's object_detector) or its detector (several: dlib's
+    # evaluate_detectors)
+    scans = [_Scan(d.filter_bank(), d.thresholds(), adjust_threshold,
+                   (rows - 2 * d.padding, cols - 2 * d.padding), cell, pad_rows, pad_cols)
+             for d, (rows, cols) in zip(detectors, sizes)]
+    per_level = _feature_pyramid(img, cell, pad_rows, pad_cols,
+                                 min(d.min_pyramid_layer_width for d in detectors),
+                                 min(d.min_pyramid_layer_height for d in detectors),
+                                 max(d.max_pyramid_levels for d in detectors),
+                                 lambda level, f: [scan(level, f) for scan in scans])
     found = []
-    for i, (d, (rows, cols)) in enumerate(zip(detectors, sizes)):
-        box = (rows - 2 * d.padding, cols - 2 * d.padding)
-        per_filter = _detect(feats, d.filter_bank(), d.thresholds(), adjust_threshold, box, cell,
-                             pad_rows, pad_cols)
-        for k, (s, b) in enumerate(per_filter):
+    for i, scan in enumerate(scans):
+        for k, (s, b) in enumerate(scan.best_first([found_at[i] for found_at in per_level])):
             found.append((s, b, np.full(len(s), k if _single else i, np.int64)))
     scores = np.concatenate([f[0] for f in found])
     boxes = np.concatenate([f[1] for f in found])
@@ -398,10 +401,11 @@ def run_multiple(detectors, img, upsample_num_times=0, adjust_threshold=0.0, _si
     return rects, scores[kept].tolist(), which[kept].tolist()
 
 
-def _feature_pyramid(img, cell, pad_rows, pad_cols, min_width, min_height, max_levels):
+def _feature_pyramid(img, cell, pad_rows, pad_cols, min_width, min_height, max_levels, then):
     """dlib's ``create_fhog_pyramid``: the fHOG features of the image and its
-    ``pyramid_down<6>`` levels; the level count follows the image's rectangle down the
-    pyramid while it is at least ``min_width x min_height``."""
+    ``pyramid_down<6>`` levels, each passed to ``then(level, features)`` as soon as it is
+    made; returns the results of ``then`` in level order. The level count follows the image's
+    rectangle down the pyramid while it is at least ``min_width x min_height``."""
     pyr = pyramid_down(6)
     levels, rect = 0, rectangle(0, 0, img.shape[1] - 1, img.shape[0] - 1)
     while True:
@@ -409,13 +413,17 @@ def _feature_pyramid(img, cell, pad_rows, pad_cols, min_width, min_height, max_l
         levels += 1
         if not (rect.width() >= min_width and rect.height() >= min_height and levels < max_levels):
             break
+
+    def features(level, image):
+        return then(level, extract_fhog_features(image, cell, pad_rows, pad_cols))
+
     workers = min(get_num_threads(), levels)
     if workers <= 1:
-        feats, level = [], img
+        out, image = [], img
         for i in range(levels):
-            level = pyr(level) if i else level
-            feats.append(extract_fhog_features(level, cell, pad_rows, pad_cols))
-        return feats
+            image = pyr(image) if i else image
+            out.append(features(i, image))
+        return out
     # one worker makes the levels (each from the one above), queueing each level's features
     # as it goes; the other workers compute them, and the first joins them once the levels
     # are made (numpy releases the GIL in its loops)
@@ -423,37 +431,42 @@ def _feature_pyramid(img, cell, pad_rows, pad_cols, min_width, min_height, max_l
         jobs = []
 
         def make_levels():
-            level = img
+            image = img
             for i in range(levels):
-                level = pyr(level) if i else level
-                jobs.append(pool.submit(extract_fhog_features, level, cell, pad_rows, pad_cols))
+                image = pyr(image) if i else image
+                jobs.append(pool.submit(features, i, image))
 
         pool.submit(make_levels).result()
         return [j.result() for j in jobs]
 
 
-def _detect(feats, filters, thresholds, adjust, box, cell, pad_rows, pad_cols):
-    """A detector's filters (all of one size) over the feature pyramid: for each filter,
-    ``(scores - thresh, boxes)`` (boxes (n, 4): left, top, right, bottom) of the windows
-    scoring at least its threshold plus ``adjust``, best first (ties in dlib's scan order:
-    level, row, column)."""
-    rows, cols = filters[0].shape[:2]
-    count = len(filters)
-    # every filter's weights for every window cell stacked: (rows*cols*filters, 31) @ the
-    # features (31, R*C) gives each cell's product at every position; a window's score adds
-    # its cells' products (whole rows of positions at a time)
-    bank = np.stack(filters, axis=2).reshape(-1, _PLANES).astype(np.float32)
-    cutoffs = np.array(thresholds, np.float64) + adjust
-    pyr = pyramid_down(6)
-    found = [([], []) for _ in filters]
-    for level, f in enumerate(feats):
+class _Scan:
+    """A detector's filters (all of one size) scanning feature levels: ``scan(level, f)``
+    gives, per filter, ``(scores - thresh, boxes)`` of the level's windows scoring at least
+    the filter's threshold plus ``adjust`` (boxes (n, 4): left, top, right, bottom, in the
+    image), in scan order (row, column); ``best_first`` joins the levels' lists."""
+
+    def __init__(self, filters, thresholds, adjust, box, cell, pad_rows, pad_cols):
+        self.rows, self.cols = filters[0].shape[:2]
+        self.count = len(filters)
+        # every filter's weights for every window cell stacked: (rows*cols*filters, 31) @ the
+        # features (31, R*C) gives each cell's product at every position; a window's score
+        # adds its cells' products
+        self.bank = np.stack(filters, axis=2).reshape(-1, _PLANES).astype(np.float32)
+        self.thresholds = np.array(thresholds, np.float64)
+        self.cutoffs = self.thresholds + adjust
+        self.box, self.cell, self.pad_rows, self.pad_cols = box, cell, pad_rows, pad_cols
+
+    def __call__(self, level, f):
+        rows, cols, count = self.rows, self.cols, self.count
         nr, nc = f.shape[:2]
+        none = (np.zeros(0), np.zeros((0, 4), np.int64))
         if nr < rows or nc < cols:
-            continue
-        cellwise = np.empty((len(bank), nr * nc), np.float32)
+            return [none] * count
+        cellwise = np.empty((len(self.bank), nr * nc), np.float32)
         features = f.reshape(-1, _PLANES)
-        if not onednn.matmul_arrays(bank, features, cellwise, trans_rhs=True):
-            np.matmul(bank, features.T, out=cellwise)
+        if not onednn.matmul_arrays(self.bank, features, cellwise, trans_rhs=True):
+            np.matmul(self.bank, features.T, out=cellwise)
         cellwise = cellwise.reshape(rows, cols, count, nr, nc)
         vr, vc = nr - rows + 1, nc - cols + 1
         # the window at (y, x) adds cellwise[i, j, :, y + i, x + j] over its cells (i, j): one
@@ -464,31 +477,42 @@ def _detect(feats, filters, thresholds, adjust, box, cell, pad_rows, pad_cols):
                              ((cols * count * nr * nc + nc) * e, (count * nr * nc + 1) * e,
                               nr * nc * e, nc * e, e), writeable=False)
         score = windows.sum(axis=(0, 1), dtype=np.float32)
+        out = []
         for k in range(count):
-            y0, x0 = np.nonzero(score[k] >= cutoffs[k])
+            y0, x0 = np.nonzero(score[k] >= self.cutoffs[k])
             if len(y0) == 0:
+                out.append(none)
                 continue
-            # the window's centre cell, then dlib's box: centered_rect(centre, box) in cells,
-            # fhog_to_image, and up the pyramid (rounded as dlib's drectangle -> rectangle)
-            r, c = y0 + rows // 2, x0 + cols // 2
-            top, left = r - box[0] // 2, c - box[1] // 2
-            bottom, right = top + box[0] - 1, left + box[1] - 1
-            l, t = _fhog_to_image(left, cell, pad_cols), _fhog_to_image(top, cell, pad_rows)
-            rr, bb = _fhog_to_image(right, cell, pad_cols), _fhog_to_image(bottom, cell, pad_rows)
-            if level:
-                l, t = pyr.point_up((l, t), level)
-                rr, bb = pyr.point_up((rr, bb), level)
-            found[k][1].append(np.stack([_lround(l), _lround(t), _lround(rr), _lround(bb)], axis=1))
-            found[k][0].append(score[k, y0, x0].astype(np.float64) - thresholds[k])
-    out = []
-    for scores, boxes in found:
-        if not scores:
-            out.append((np.zeros(0), np.zeros((0, 4), np.int64)))
-            continue
-        s, b = np.concatenate(scores), np.concatenate(boxes)
-        order = np.argsort(-s, kind="stable")
-        out.append((s[order], b[order]))
-    return out
+            out.append((score[k, y0, x0].astype(np.float64) - self.thresholds[k],
+                        self._boxes(y0, x0, level)))
+        return out
+
+    def _boxes(self, y0, x0, level):
+        """The image boxes of the windows at (y0, x0) of a level: the window's centre cell,
+        then dlib's box: centered_rect(centre, box) in cells, fhog_to_image, and up the
+        pyramid (rounded as dlib's drectangle -> rectangle)."""
+        box, cell = self.box, self.cell
+        r, c = y0 + self.rows // 2, x0 + self.cols // 2
+        top, left = r - box[0] // 2, c - box[1] // 2
+        bottom, right = top + box[0] - 1, left + box[1] - 1
+        l, t = _fhog_to_image(left, cell, self.pad_cols), _fhog_to_image(top, cell, self.pad_rows)
+        rr, bb = _fhog_to_image(right, cell, self.pad_cols), _fhog_to_image(bottom, cell, self.pad_rows)
+        if level:
+            pyr = pyramid_down(6)
+            l, t = pyr.point_up((l, t), level)
+            rr, bb = pyr.point_up((rr, bb), level)
+        return np.stack([_lround(l), _lround(t), _lround(rr), _lround(bb)], axis=1)
+
+    def best_first(self, per_level):
+        """Per filter, the windows of all levels (``per_level``: each level's result of
+        ``scan``), best first; ties in dlib's scan order: level, row, column."""
+        out = []
+        for k in range(self.count):
+            s = np.concatenate([level[k][0] for level in per_level])
+            b = np.concatenate([level[k][1] for level in per_level])
+            order = np.argsort(-s, kind="stable")
+            out.append((s[order], b[order]))
+        return out
 
 
 def _lround(v):
