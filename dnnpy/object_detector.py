@@ -29,6 +29,7 @@ and add per window cell), in float32 as dlib's; a score is dlib's to float32 rou
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -43,6 +44,7 @@ from .image.pyramid import pyramid_down
 from .serialization.files import read_source, refuse_other_files
 from .serialization.primitives import Reader, Writer
 from .tensor_tools.cpu import onednn
+from .tensor_tools.cpu._common import scratch
 from .tensor_tools.threads import get_num_threads
 
 __all__ = ["fhog_object_detector", "simple_object_detector", "get_frontal_face_detector"]
@@ -427,17 +429,40 @@ def _feature_pyramid(img, cell, pad_rows, pad_cols, min_width, min_height, max_l
     # one worker makes the levels (each from the one above), queueing each level's features
     # as it goes; the other workers compute them, and the first joins them once the levels
     # are made (numpy releases the GIL in its loops)
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dnnpy-fhog") as pool:
-        jobs = []
+    pool, jobs = _worker_pool(workers), []
 
-        def make_levels():
-            image = img
-            for i in range(levels):
-                image = pyr(image) if i else image
-                jobs.append(pool.submit(features, i, image))
+    def make_levels():
+        image = img
+        for i in range(levels):
+            image = pyr(image) if i else image
+            jobs.append(pool.submit(features, i, image))
 
-        pool.submit(make_levels).result()
-        return [j.result() for j in jobs]
+    pool.submit(make_levels).result()
+    return [j.result() for j in jobs]
+
+
+_pool = {"executor": None, "workers": 0}
+_pool_lock = threading.Lock()
+
+
+def _worker_pool(workers):
+    """The detectors' worker threads, kept from call to call: a new thread's first large
+    arrays fault in fresh pages (a new allocator arena), which on some machines costs more
+    than the work done in them. A new thread count gets a new pool (the old one's threads
+    end once the calls using it are done)."""
+    with _pool_lock:
+        if _pool["workers"] != workers:
+            _pool.update(executor=ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dnnpy-fhog"),
+                         workers=workers)
+        return _pool["executor"]
+
+
+def _forget_pool():
+    """In a forked child the pool's threads do not exist: the next call makes a new pool."""
+    _pool.update(executor=None, workers=0)
+
+
+os.register_at_fork(after_in_child=_forget_pool)
 
 
 class _Scan:
@@ -449,10 +474,11 @@ class _Scan:
     def __init__(self, filters, thresholds, adjust, box, cell, pad_rows, pad_cols):
         self.rows, self.cols = filters[0].shape[:2]
         self.count = len(filters)
-        # every filter's weights for every window cell stacked: (rows*cols*filters, 31) @ the
-        # features (31, R*C) gives each cell's product at every position; a window's score
-        # adds its cells' products
-        self.bank = np.stack(filters, axis=2).reshape(-1, _PLANES).astype(np.float32)
+        # every filter's weights for every window cell stacked, a window row at a time:
+        # bank[i] (cols*filters, 31) @ the features (31, R*C) gives the products of the
+        # cells of row i with every position; a window's score adds its cells' products
+        self.bank = np.ascontiguousarray(np.stack(filters, axis=2).reshape(
+            self.rows, self.cols * self.count, _PLANES).astype(np.float32))
         self.thresholds = np.array(thresholds, np.float64)
         self.cutoffs = self.thresholds + adjust
         self.box, self.cell, self.pad_rows, self.pad_cols = box, cell, pad_rows, pad_cols
@@ -463,20 +489,24 @@ class _Scan:
         none = (np.zeros(0), np.zeros((0, 4), np.int64))
         if nr < rows or nc < cols:
             return [none] * count
-        cellwise = np.empty((len(self.bank), nr * nc), np.float32)
+        # a window row at a time: its cells' products with every position (a reused buffer
+        # of cols x count rows, which stays in cache), then the window at (y, x) adds
+        # products[j, :, y + i, x + j] over its cells j: one strided view holds them all
+        # (moving one cell right is a fixed step in memory); float32 sums
         features = f.reshape(-1, _PLANES)
-        if not onednn.matmul_arrays(self.bank, features, cellwise, trans_rhs=True):
-            np.matmul(self.bank, features.T, out=cellwise)
-        cellwise = cellwise.reshape(rows, cols, count, nr, nc)
         vr, vc = nr - rows + 1, nc - cols + 1
-        # the window at (y, x) adds cellwise[i, j, :, y + i, x + j] over its cells (i, j): one
-        # strided view holds them all (moving one cell right or down is a fixed step in
-        # memory), summed in float32
-        e = cellwise.itemsize
-        windows = as_strided(cellwise, (rows, cols, count, vr, vc),
-                             ((cols * count * nr * nc + nc) * e, (count * nr * nc + 1) * e,
-                              nr * nc * e, nc * e, e), writeable=False)
-        score = windows.sum(axis=(0, 1), dtype=np.float32)
+        products = scratch("hog.products", (cols * count, nr * nc), np.float32)
+        score = np.zeros((count, vr, vc), np.float32)
+        row_sum = scratch("hog.row_sum", (count, vr, vc), np.float32)
+        e = products.itemsize
+        for i in range(rows):
+            bank = self.bank[i]
+            if not onednn.matmul_arrays(bank, features, products, trans_rhs=True):
+                np.matmul(bank, features.T, out=products)
+            windows = as_strided(products[:, i * nc:], (cols, count, vr, vc),
+                                 ((count * nr * nc + 1) * e, nr * nc * e, nc * e, e), writeable=False)
+            np.add.reduce(windows, axis=0, out=row_sum)
+            score += row_sum
         out = []
         for k in range(count):
             y0, x0 = np.nonzero(score[k] >= self.cutoffs[k])
