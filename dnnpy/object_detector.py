@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -41,11 +40,11 @@ from .image.checks import uint8_grey_or_rgb
 from .image.fhog import extract_fhog_features
 from .image.interpolation import pyramid_up
 from .image.pyramid import pyramid_down
+from .parallel import parallel_for
 from .serialization.files import read_source, refuse_other_files
 from .serialization.primitives import Reader, Writer
 from .tensor_tools.cpu import onednn
 from .tensor_tools.cpu._common import scratch
-from .tensor_tools.threads import get_num_threads
 
 __all__ = ["fhog_object_detector", "simple_object_detector", "get_frontal_face_detector"]
 
@@ -416,53 +415,28 @@ def _feature_pyramid(img, cell, pad_rows, pad_cols, min_width, min_height, max_l
         if not (rect.width() >= min_width and rect.height() >= min_height and levels < max_levels):
             break
 
-    def features(level, image):
-        return then(level, extract_fhog_features(image, cell, pad_rows, pad_cols))
+    # task 0 makes the levels, each from the one above; task 1 + i computes level i's
+    # features and scans them as soon as the level is made (the caller and dnnpy's worker
+    # threads take the tasks in order; numpy releases the GIL in its loops)
+    images, made, out = [img] + [None] * (levels - 1), [threading.Event() for _ in range(levels)], [None] * levels
+    made[0].set()
 
-    workers = min(get_num_threads(), levels)
-    if workers <= 1:
-        out, image = [], img
-        for i in range(levels):
-            image = pyr(image) if i else image
-            out.append(features(i, image))
-        return out
-    # one worker makes the levels (each from the one above), queueing each level's features
-    # as it goes; the other workers compute them, and the first joins them once the levels
-    # are made (numpy releases the GIL in its loops)
-    pool, jobs = _worker_pool(workers), []
+    def task(t):
+        if t == 0:
+            try:
+                for i in range(1, levels):
+                    images[i] = pyr(images[i - 1])
+                    made[i].set()
+            finally:
+                for event in made:       # on an error, the waiting tasks end (it is raised)
+                    event.set()
+            return
+        made[t - 1].wait()
+        if images[t - 1] is not None:
+            out[t - 1] = then(t - 1, extract_fhog_features(images[t - 1], cell, pad_rows, pad_cols))
 
-    def make_levels():
-        image = img
-        for i in range(levels):
-            image = pyr(image) if i else image
-            jobs.append(pool.submit(features, i, image))
-
-    pool.submit(make_levels).result()
-    return [j.result() for j in jobs]
-
-
-_pool = {"executor": None, "workers": 0}
-_pool_lock = threading.Lock()
-
-
-def _worker_pool(workers):
-    """The detectors' worker threads, kept from call to call: a new thread's first large
-    arrays fault in fresh pages (a new allocator arena), which on some machines costs more
-    than the work done in them. A new thread count gets a new pool (the old one's threads
-    end once the calls using it are done)."""
-    with _pool_lock:
-        if _pool["workers"] != workers:
-            _pool.update(executor=ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dnnpy-fhog"),
-                         workers=workers)
-        return _pool["executor"]
-
-
-def _forget_pool():
-    """In a forked child the pool's threads do not exist: the next call makes a new pool."""
-    _pool.update(executor=None, workers=0)
-
-
-os.register_at_fork(after_in_child=_forget_pool)
+    parallel_for(0, levels + 1, task)
+    return out
 
 
 class _Scan:
