@@ -22,8 +22,11 @@ How a detector scans an image, as dlib does (so the boxes are dlib's):
 * non-maximum suppression: the boxes of all filters, best score first, each kept unless it
   overlaps a kept one (the detector's ``test_box_overlap``).
 
-The window scores are matrix products (all filters of a level in one product, then a shift
-and add per window cell), in float32 as dlib's; a score is dlib's to float32 rounding.
+The window scores are matrix products (per window row, all filters' cells times the level's
+features, on oneDNN's matmul when it is present), then one strided sum over the row's cells;
+in float32 as dlib's, a score is dlib's to float32 rounding. Each level's features and
+scores are computed as soon as the level is made, on the caller and dnnpy's worker threads
+(``dnnpy.parallel.parallel_for``).
 """
 
 from __future__ import annotations
@@ -370,7 +373,7 @@ def run_multiple(detectors, img, upsample_num_times=0, adjust_threshold=0.0, _si
     if _single:
         pad_rows, pad_cols = sizes[0]
     # each level's windows are scored by every detector as soon as its features are made
-    # (in the worker that made them); then each filter's windows, best first. A box's index
+    # (by the thread that made them); then each filter's windows, best first. A box's index
     # is its filter (one detector: dlib's object_detector) or its detector (several: dlib's
     # evaluate_detectors)
     scans = [_Scan(d.filter_bank(), d.thresholds(), adjust_threshold,

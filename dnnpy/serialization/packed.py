@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ..errors import SerializationError
-from ..tensor_tools.threads import get_num_threads
+from ..parallel import parallel_for
 
 __all__ = ["decode_stream", "PackedStream", "encode_ints", "to_floats", "from_floats"]
 
@@ -310,14 +310,21 @@ def _sync_points(b, step, n, segment):
 
 
 def _map_chunks(function, chunks):
-    """``[function(lo) for lo in chunks]``, on ``dnnpy.get_num_threads()`` threads (numpy
-    releases the GIL in its loops; a chunk's temporaries stay in cache); the first exception
-    in chunk order is raised."""
-    workers = min(get_num_threads(), len(chunks))
-    if workers <= 1:
-        return [function(lo) for lo in chunks]
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dnnpy-packed") as pool:
-        return list(pool.map(function, chunks))
+    """``[function(lo) for lo in chunks]``, on ``dnnpy.get_num_threads()`` threads
+    (``parallel_for``: numpy releases the GIL in its loops; a chunk's temporaries stay in
+    cache); the first exception in chunk order is raised."""
+    out, errors = [None] * len(chunks), {}
+
+    def run(i):
+        try:
+            out[i] = function(chunks[i])
+        except Exception as e:          # noqa: BLE001 (the first in chunk order is raised)
+            errors[i] = e
+
+    parallel_for(0, len(chunks), run)
+    if errors:
+        raise errors[min(errors)]
+    return out
 
 
 def encode_ints(values: np.ndarray) -> bytes:
