@@ -33,6 +33,7 @@ Modules:
 - ``spatial.py``: spatial ops: pooling, ``reorg``, ``copy_tensor``, ``transpose``
 - ``threads.py``: ``set_num_threads`` / ``get_num_threads``: one count for both CPU thread pools
 - ``wait_policy.py``: how OpenMP threads under oneDNN wait (``OMP_WAIT_POLICY=PASSIVE`` default)
+- ``malloc_policy.py``: how glibc's malloc keeps freed memory for reuse (``mallopt`` default)
 - ``cpu/``: the numpy twin, with oneDNN under it (a sub-package)
 - ``cuda/``: the CUDA twin: CuPy and cuDNN 9 (a sub-package)
 """
@@ -43,6 +44,11 @@ from __future__ import annotations
 from .wait_policy import apply_default as _apply_wait_policy
 
 _apply_wait_policy()
+
+# and freed memory kept for reuse (glibc's mallopt), before the first large arrays
+from .malloc_policy import apply_default as _apply_malloc_policy
+
+_apply_malloc_policy()
 
 from ._twins import join_modules as _join_modules
 from .backend import backend_name, force_cpu, use_cuda

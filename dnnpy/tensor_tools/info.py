@@ -11,6 +11,7 @@ import sys
 from ..distributed.mpi import mpi_info
 from . import backend as _backend_module
 from .cpu import onednn as _onednn
+from .malloc_policy import malloc_policy_info
 from .threads import threads_info, threads_report
 
 __all__ = ["backend_info"]
@@ -103,6 +104,10 @@ def _report(info):
     for e in info.get("errors", []):
         lines.append(f"  ({e})")
     lines += threads_report(info["threads"])
+    malloc = info.get("malloc")
+    if malloc is not None:
+        why = f" (not applied: {malloc['reason']})" if malloc["reason"] else ""
+        lines.append(f"  malloc: {malloc['setting']}, chosen by {malloc['chosen_by']}{why}")
     mpi = info.get("mpi")
     if mpi is not None:
         lines.append(f"  MPI (data-parallel training): {mpi['library']}, mpi4py {mpi['mpi4py']}"
@@ -126,6 +131,9 @@ def backend_info(print_report: bool = True) -> dict:
     ``threads``: the CPU thread pools (``dnnpy.tensor_tools.threads.threads_info``: numpy's
     BLAS libraries and their thread counts via threadpoolctl, or the reason they are unknown;
     oneDNN's OpenMP thread count; the count of the last ``set_num_threads``).
+    ``malloc`` (``dnnpy.tensor_tools.malloc_policy.malloc_policy_info``): glibc's malloc
+    settings in force (``setting``, ``chosen_by``, ``applied``: whether dnnpy's own are,
+    ``reason``: why not where it tried).
     ``mpi`` (``dnnpy.distributed.mpi_info``): ``available``, then ``library`` (the MPI
     library's version line), ``mpi4py``, ``world_size``, or ``reason`` (why not, naming the
     ``dnnpy[mpi]`` extra). When mpi4py is installed this loads and initialises MPI (a
@@ -143,6 +151,7 @@ def backend_info(print_report: bool = True) -> dict:
         _cuda_details(info)
     info["onednn"] = _onednn.info()
     info["threads"] = threads_info()
+    info["malloc"] = malloc_policy_info()
     info["mpi"] = mpi_info()
     if print_report:
         print(_report(info), file=sys.stdout)
