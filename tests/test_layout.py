@@ -167,8 +167,8 @@ LEVELS = {
     "errors": 0, "printing": 0, "atomic": 0, "rand": 0, "geometry": 0, "distributed": 0, "_moved": 0,
     # arrays and images
     "tensor": 1, "image": 1,
-    # the ops and their twins
-    "tensor_tools": 2,
+    # the ops and their twins, and dnnpy's worker threads (their count is the ops')
+    "tensor_tools": 2, "parallel": 2,
     # nets: nodes, input layers
     "core": 3, "inputs": 3, "constructor_arguments": 3,
     # bracket templates
