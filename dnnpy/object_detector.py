@@ -52,6 +52,9 @@ from .tensor_tools.cpu._common import scratch
 __all__ = ["fhog_object_detector", "simple_object_detector", "get_frontal_face_detector"]
 
 _PLANES = 31                        # fHOG features per cell
+# float32 values of a scan's products buffer (16 MB a thread): a level whose window rows
+# need more is scanned in bands of window rows
+_SCAN_VALUES = 1 << 22
 
 
 class fhog_object_detector:
@@ -466,24 +469,14 @@ class _Scan:
         none = (np.zeros(0), np.zeros((0, 4), np.int64))
         if nr < rows or nc < cols:
             return [none] * count
-        # a window row at a time: its cells' products with every position (a reused buffer
-        # of cols x count rows, which stays in cache), then the window at (y, x) adds
-        # products[j, :, y + i, x + j] over its cells j: one strided view holds them all
-        # (moving one cell right is a fixed step in memory); float32 sums
-        features = f.reshape(-1, _PLANES)
         vr, vc = nr - rows + 1, nc - cols + 1
-        products = scratch("hog.products", (cols * count, nr * nc), np.float32)
-        score = np.zeros((count, vr, vc), np.float32)
-        row_sum = scratch("hog.row_sum", (count, vr, vc), np.float32)
-        e = products.itemsize
-        for i in range(rows):
-            bank = self.bank[i]
-            if not onednn.matmul_arrays(bank, features, products, trans_rhs=True):
-                np.matmul(bank, features.T, out=products)
-            windows = as_strided(products[:, i * nc:], (cols, count, vr, vc),
-                                 ((count * nr * nc + 1) * e, nr * nc * e, nc * e, e), writeable=False)
-            np.add.reduce(windows, axis=0, out=row_sum)
-            score += row_sum
+        score = np.empty((count, vr, vc), np.float32)
+        # bands of window rows, so that the buffers below stay bounded on huge images
+        band = max(1, _SCAN_VALUES // (cols * count * nc) - rows + 1)
+        for y0 in range(0, vr, band):
+            y1 = min(vr, y0 + band)
+            self._rows_of_windows(f[y0:y1 + rows - 1], score[:, y0:y1])
+        out = []
         out = []
         for k in range(count):
             y0, x0 = np.nonzero(score[k] >= self.cutoffs[k])
@@ -493,6 +486,29 @@ class _Scan:
             out.append((score[k, y0, x0].astype(np.float64) - self.thresholds[k],
                         self._boxes(y0, x0, level)))
         return out
+
+    def _rows_of_windows(self, f, score):
+        """The scores (``score``, (count, windows down, windows across)) of the windows of
+        the feature rows ``f``. A window row at a time: its cells' products with every
+        position (a reused buffer of cols x count rows), then the window at (y, x) adds
+        products[j, :, y + i, x + j] over its cells j: one strided view holds them all
+        (moving one cell right is a fixed step in memory); float32 sums."""
+        rows, cols, count = self.rows, self.cols, self.count
+        nr, nc = f.shape[:2]
+        vr, vc = score.shape[1:]
+        features = f.reshape(-1, _PLANES)
+        products = scratch("hog.products", (cols * count, nr * nc), np.float32)
+        row_sum = scratch("hog.row_sum", score.shape, np.float32)
+        e = products.itemsize
+        score[...] = 0
+        for i in range(rows):
+            bank = self.bank[i]
+            if not onednn.matmul_arrays(bank, features, products, trans_rhs=True):
+                np.matmul(bank, features.T, out=products)
+            windows = as_strided(products[:, i * nc:], (cols, count, vr, vc),
+                                 ((count * nr * nc + 1) * e, nr * nc * e, nc * e, e), writeable=False)
+            np.add.reduce(windows, axis=0, out=row_sum)
+            score += row_sum
 
     def _boxes(self, y0, x0, level):
         """The image boxes of the windows at (y0, x0) of a level: the window's centre cell,

@@ -4,7 +4,8 @@ threads, and returns once every call has returned. numpy releases the GIL inside
 so work made of large array operations (image bands, pyramid levels) runs in parallel.
 
 * Threads: ``dnnpy.get_num_threads()`` in all, the caller included (so ``set_num_threads(1)``
-  runs everything on the caller). The workers are kept from call to call: a new thread's
+  runs everything on the caller). On the worker threads oneDNN runs on one thread: the
+  parallelism is across the calls. The workers are kept from call to call: a new thread's
   first large arrays fault in fresh pages (a new allocator arena), which on some machines
   costs more than the work done in them. After a fork the child makes its own.
 * Never a deadlock, nested or concurrent: the caller and the workers take indices from a
@@ -22,6 +23,7 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+from .tensor_tools.cpu import onednn
 from .tensor_tools.threads import get_num_threads
 
 __all__ = ["parallel_for"]
@@ -41,10 +43,13 @@ def _workers(count):
 
 
 def _forget_pool():
+    global _pool_lock
     _pool.update(executor=None, workers=0)
+    _pool_lock = threading.Lock()           # a parent thread may have held it at the fork
 
 
-os.register_at_fork(after_in_child=_forget_pool)
+if hasattr(os, "register_at_fork"):         # POSIX; Windows does not fork
+    os.register_at_fork(after_in_child=_forget_pool)
 
 
 def parallel_for(begin, end, funct, num_threads=None):
@@ -64,7 +69,11 @@ def parallel_for(begin, end, funct, num_threads=None):
     lock = threading.Lock()
     failed = []
 
-    def work():
+    def work(helper=False):
+        if helper:
+            # the parallelism is across the calls: oneDNN runs each call's ops on its thread
+            # (a worker's OpenMP count is otherwise libgomp's default, one per CPU)
+            onednn.set_num_threads_if_running(1)
         while not failed:
             with lock:
                 i = next(indices, None)
@@ -75,11 +84,19 @@ def parallel_for(begin, end, funct, num_threads=None):
             except BaseException as e:          # noqa: B036 (re-raised in the caller)
                 failed.append(e)
 
-    pool = _workers(max(threads, get_num_threads()) - 1)
-    futures = [pool.submit(work) for _ in range(helpers)]
-    work()
-    for f in futures:
-        if not f.cancel():
-            f.result()
+    pool, futures = _workers(max(threads, get_num_threads()) - 1), []
+    try:
+        for _ in range(helpers):
+            futures.append(pool.submit(work, True))
+    except RuntimeError:                        # the interpreter is shutting down: fewer helpers
+        pass
+    try:
+        work()
+        for f in futures:
+            if not f.cancel():
+                f.result()
+    except BaseException as e:                  # an interrupt while waiting: helpers stop taking
+        failed.append(e)
+        raise
     if failed:
         raise failed[0]

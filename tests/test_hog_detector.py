@@ -59,6 +59,29 @@ def test_frontal_face_detector_finds_the_faces(frontal):
     assert frontal(np.zeros((20, 30, 3), np.uint8)) == []   # smaller than the window: none
 
 
+def test_threads_and_scan_bands_change_nothing(frontal, monkeypatch):
+    """The same boxes, scores and filters on one thread, on two, and with the scan cut into
+    bands of one window row (what a huge image gets)."""
+    import dnnpy.object_detector as od
+    by_name = {os.path.basename(p): p for p in face_photos()}
+    img = dnnpy.load_rgb_image(by_name["2008_001322.jpg"])
+    before = dnnpy.get_num_threads()
+    try:
+        dnnpy.set_num_threads(1)
+        one = frontal.run(img, 1, -0.5)
+        dnnpy.set_num_threads(2)
+        two = frontal.run(img, 1, -0.5)
+        monkeypatch.setattr(od, "_SCAN_VALUES", 1)
+        banded = frontal.run(img, 1, -0.5)
+    finally:
+        dnnpy.set_num_threads(before)
+    assert len(one[0]) >= 3
+    assert box_tuples(one[0]) == box_tuples(two[0]) == box_tuples(banded[0])
+    assert list(one[2]) == list(two[2]) == list(banded[2])
+    np.testing.assert_allclose(one[1], two[1], rtol=0, atol=1e-5)   # float32 sums in either order
+    np.testing.assert_allclose(one[1], banded[1], rtol=0, atol=1e-5)
+
+
 def test_frontal_face_detector_equals_dlib(frontal):
     dlib = needs_dlib()
     theirs = dlib.get_frontal_face_detector()

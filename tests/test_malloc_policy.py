@@ -44,6 +44,18 @@ def test_other_c_libraries_and_a_refusal_say_why():
     state = mp.apply_default({}, glibc="glibc 2.36", mallopt=_Mallopt(answer=0))
     assert not state["applied"] and "refused" in state["reason"] and state["setting"] == "glibc's default"
 
+    def mmap_only(param, value):
+        return 1 if param == -3 else 0
+    state = mp.apply_default({}, glibc="glibc 2.36", mallopt=mmap_only)
+    assert not state["applied"] and state["setting"] == "M_MMAP_THRESHOLD=32 MiB only"
+
+
+def test_an_unknown_choice_warns_and_keeps_dnnpys():
+    f = _Mallopt()
+    with pytest.warns(RuntimeWarning, match="DNNPY_MALLOC='off' is not a malloc policy"):
+        state = mp.apply_default({"DNNPY_MALLOC": "off"}, glibc="glibc 2.36", mallopt=f)
+    assert state["applied"] and len(f.calls) == 2
+
 
 def test_backend_info_reports_it(capsys):
     import dnnpy

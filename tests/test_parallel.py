@@ -90,3 +90,21 @@ def test_the_first_exception_reaches_the_caller():
     with pytest.raises(KeyError, match="index 3"):
         _ends(lambda: parallel_for(0, 1000, f, num_threads=2))
     assert len(calls) < 1000                 # the indices after the failure are skipped
+
+
+def test_workers_run_onednn_on_one_thread():
+    """The parallelism is across the calls: a worker's OpenMP count is 1, not libgomp's
+    default of one per CPU (the caller keeps dnnpy's count)."""
+    from dnnpy.tensor_tools.cpu import onednn
+    if not onednn.available():
+        pytest.skip("oneDNN is not available")
+    counts, lock = {}, threading.Lock()
+
+    def f(i):
+        np.sqrt(np.arange(300_000.0))
+        with lock:
+            counts[threading.current_thread().name] = onednn.get_num_threads()
+
+    _ends(lambda: parallel_for(0, 16, f, num_threads=2))
+    workers = {n: c for n, c in counts.items() if n.startswith("dnnpy-worker")}
+    assert workers and set(workers.values()) == {1}, counts

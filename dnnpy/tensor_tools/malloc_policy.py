@@ -20,7 +20,7 @@ The rule. At ``import dnnpy``, on glibc, unless the environment sets one of glib
 variables (``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_``, ``MALLOC_TOP_PAD_``,
 ``MALLOC_MMAP_MAX_``, or ``glibc.malloc`` tunables in ``GLIBC_TUNABLES``), another allocator
 is preloaded (``LD_PRELOAD`` naming jemalloc, tcmalloc or mimalloc), or ``DNNPY_MALLOC=glibc``
-asks for glibc's own behaviour. ``malloc_policy_info()`` (in ``backend_info()``) says what is
+asks for glibc's own behaviour (``DNNPY_MALLOC=dnnpy``, or unset: dnnpy's). ``malloc_policy_info()`` (in ``backend_info()``) says what is
 in force and who chose it.
 """
 
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import warnings
 
 __all__ = ["apply_default", "malloc_policy_info", "MMAP_THRESHOLD", "TRIM_THRESHOLD"]
 
@@ -70,7 +71,11 @@ def apply_default(environ=None, glibc=None, mallopt=None):
         user["GLIBC_TUNABLES"] = environ["GLIBC_TUNABLES"]
     preloaded = [a for a in _OTHER_ALLOCATORS if a in environ.get("LD_PRELOAD", "")]
     glibc = _glibc() if glibc is None else glibc
-    if environ.get(OPT_OUT, "").strip().lower() == "glibc":
+    choice = environ.get(OPT_OUT, "").strip().lower()
+    if choice not in ("", "dnnpy", "glibc"):
+        warnings.warn(f"{OPT_OUT}={environ[OPT_OUT]!r} is not a malloc policy: 'glibc' keeps glibc's "
+                      f"default, 'dnnpy' (or unset) dnnpy's; using dnnpy's", RuntimeWarning, stacklevel=2)
+    if choice == "glibc":
         state = {"setting": "glibc's default", "chosen_by": f"the environment ({OPT_OUT}=glibc)",
                  "applied": False, "reason": None}
     elif user:
@@ -83,14 +88,17 @@ def apply_default(environ=None, glibc=None, mallopt=None):
         state = {"setting": "the C library's default", "chosen_by": "the platform", "applied": False,
                  "reason": "not glibc: dnnpy's settings are glibc's mallopt parameters"}
     else:
+        mmap = trim = False
         try:
             f = _mallopt() if mallopt is None else mallopt
-            ok = f(_M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1 and f(_M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1
-            reason = None if ok else "glibc's mallopt refused them"
+            mmap = f(_M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1
+            trim = mmap and f(_M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1
+            reason = None if trim else "glibc's mallopt refused them"
         except (OSError, AttributeError) as e:
-            ok, reason = False, f"mallopt could not be called ({e})"
-        state = {"setting": _SETTING if ok else "glibc's default", "chosen_by": "dnnpy's default",
-                 "applied": ok, "reason": reason}
+            reason = f"mallopt could not be called ({e})"
+        setting = (_SETTING if trim else f"M_MMAP_THRESHOLD={MMAP_THRESHOLD >> 20} MiB only" if mmap
+                   else "glibc's default")
+        state = {"setting": setting, "chosen_by": "dnnpy's default", "applied": trim, "reason": reason}
     if real:
         _state.clear()
         _state.update(state)

@@ -160,6 +160,14 @@ def set_num_threads(n: int):
     P.gomp().omp_set_num_threads(int(n))
 
 
+def set_num_threads_if_running(n: int):
+    """``omp_set_num_threads(n)`` for the calling thread, only where oneDNN is already in use
+    (never loads it): for the threads dnnpy starts itself, whose OpenMP count is otherwise
+    libgomp's default, one per CPU."""
+    if _decided and _usable:
+        P.gomp().omp_set_num_threads(int(n))
+
+
 def get_num_threads():
     """The OpenMP pool's size (``omp_get_max_threads``), or None when oneDNN is unused."""
     if not available():
