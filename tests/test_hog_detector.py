@@ -82,6 +82,30 @@ def test_threads_and_scan_bands_change_nothing(frontal, monkeypatch):
     np.testing.assert_allclose(one[1], banded[1], rtol=0, atol=1e-5)
 
 
+def test_detections_from_several_threads_at_once(frontal):
+    """Callers on three threads at once share dnnpy's workers: each gets the boxes it gets
+    alone (no hang, no mixed-up buffers)."""
+    import threading
+    images = [dnnpy.load_rgb_image(p) for p in face_photos()[:3]]
+    alone = [box_tuples(frontal(img, 1)) for img in images]
+    got, errors = [None] * 3, []
+
+    def detect(k):
+        try:
+            for _ in range(2):
+                got[k] = box_tuples(frontal(images[k], 1))
+        except BaseException as e:      # noqa: B036 (reported below)
+            errors.append(e)
+
+    callers = [threading.Thread(target=detect, args=(k,), daemon=True) for k in range(3)]
+    for c in callers:
+        c.start()
+    for c in callers:
+        c.join(120)
+    assert not any(c.is_alive() for c in callers), "a detection did not return"
+    assert not errors and got == alone
+
+
 def test_frontal_face_detector_equals_dlib(frontal):
     dlib = needs_dlib()
     theirs = dlib.get_frontal_face_detector()
