@@ -489,39 +489,30 @@ class _Scan:
 
     def _rows_of_windows(self, f, score):
         """The scores (``score``, (count, windows down, windows across)) of the windows of
-        the feature rows ``f``. A small level in one product; else a window row at a time:
-        its cells' products with every position (a reused buffer of cols x count rows), then
-        the window at (y, x) adds products[j, :, y + i, x + j] over its cells j: one strided
-        view holds them all (moving one cell right is a fixed step in memory); float32
-        sums."""
+        the feature rows ``f``, a group of window rows at a time (all of them where the
+        buffer holds their products): the group's cells' products with every position (a
+        reused buffer), then the window at (y, x) adds products[i, j, :, y + i, x + j] over
+        the group's cells (i, j): one strided view holds them all (moving one cell right or
+        down is a fixed step in memory); float32 sums."""
         rows, cols, count = self.rows, self.cols, self.count
         nr, nc = f.shape[:2]
         vr, vc = score.shape[1:]
         features = f.reshape(-1, _PLANES)
-        e = np.dtype(np.float32).itemsize
-        if rows * cols * count * nr * nc <= _SCAN_VALUES:
-            # small enough for every window row at once: one product, one strided sum (the
-            # window at (y, x) adds products[i, j, :, y + i, x + j]; fewer numpy calls)
-            products = scratch("hog.products", (rows * cols * count, nr * nc), np.float32)
-            bank = self.bank.reshape(-1, _PLANES)
-            if not onednn.matmul_arrays(bank, features, products, trans_rhs=True):
-                np.matmul(bank, features.T, out=products)
-            windows = as_strided(products, (rows, cols, count, vr, vc),
+        group = min(rows, max(1, _SCAN_VALUES // (cols * count * nr * nc)))
+        products = scratch("hog.products", (group * cols * count, nr * nc), np.float32)
+        group_sum = scratch("hog.group_sum", score.shape, np.float32)
+        e = products.itemsize
+        for i0 in range(0, rows, group):
+            g = min(group, rows - i0)
+            bank, into = self.bank[i0:i0 + g].reshape(-1, _PLANES), products[:g * cols * count]
+            if not onednn.matmul_arrays(bank, features, into, trans_rhs=True):
+                np.matmul(bank, features.T, out=into)
+            windows = as_strided(into[:, i0 * nc:], (g, cols, count, vr, vc),
                                  ((cols * count * nr * nc + nc) * e, (count * nr * nc + 1) * e,
                                   nr * nc * e, nc * e, e), writeable=False)
-            np.add.reduce(windows, axis=(0, 1), out=score)
-            return
-        products = scratch("hog.products", (cols * count, nr * nc), np.float32)
-        row_sum = scratch("hog.row_sum", score.shape, np.float32)
-        score[...] = 0
-        for i in range(rows):
-            bank = self.bank[i]
-            if not onednn.matmul_arrays(bank, features, products, trans_rhs=True):
-                np.matmul(bank, features.T, out=products)
-            windows = as_strided(products[:, i * nc:], (cols, count, vr, vc),
-                                 ((count * nr * nc + 1) * e, nr * nc * e, nc * e, e), writeable=False)
-            np.add.reduce(windows, axis=0, out=row_sum)
-            score += row_sum
+            np.add.reduce(windows, axis=(0, 1), out=score if i0 == 0 else group_sum)
+            if i0:
+                score += group_sum
 
     def _boxes(self, y0, x0, level):
         """The image boxes of the windows at (y0, x0) of a level: the window's centre cell,

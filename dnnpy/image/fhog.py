@@ -116,8 +116,8 @@ _TABLES = []
 def _gradient_tables():
     """For every integer gradient (gx, gy) in -255..255, at ``(gx + 255) * 511 + gy + 255``:
     its orientation bin (dlib's rule: direction o wins on ``dot > best``, then o + 9 on
-    ``-dot > best``, in float32, 0 for no gradient), its length ``sqrt(gx*gx + gy*gy)`` in
-    float32 and its squared length (int32). Computed once, on first use."""
+    ``-dot > best``, in float32, 0 for no gradient) and its length ``sqrt(gx*gx + gy*gy)``
+    in float32. Computed once, on first use."""
     if not _TABLES:
         g = np.arange(-255, 256, dtype=np.float32)
         gx, gy = np.repeat(g, 511), np.tile(g, 511)
@@ -129,8 +129,7 @@ def _gradient_tables():
             best, orient = np.where(win, dot, best), np.where(win, o, orient)
             win = -dot > best
             best, orient = np.where(win, -dot, best), np.where(win, o + 9, orient)
-        square = gx * gx + gy * gy
-        _TABLES.append((orient.astype(np.int64), np.sqrt(square), square.astype(np.int32)))
+        _TABLES.append((orient, np.sqrt(gx * gx + gy * gy)))
     return _TABLES[0]
 
 
@@ -184,7 +183,7 @@ def _histograms(a, cell, cells_nr, cells_nc):
     weight = np.zeros((blocks * cell, 2), np.float64)
     weight[pad:pad + ny, 0], weight[pad:pad + ny, 1] = vy1, vy0
     weight = weight.reshape(blocks, cell, 2).transpose(0, 2, 1)
-    orient_table, length_table, _ = _gradient_tables()
+    orient_table, length_table = _gradient_tables()
     col18, vx0, vx1 = col * 18, vx0.astype(np.float64), vx1.astype(np.float64)
     top = int(iyp[0]) + 1
     # a band of blocks at a time (its temporaries stay in cache)
