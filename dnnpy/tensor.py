@@ -204,7 +204,8 @@ class tensor:
         return self._shape
 
     # -- data access ---------------------------------------------------------------------
-    def _covers_storage(self) -> bool:
+    def covers_storage(self) -> bool:
+        """Whether this view is its whole storage (not a window into a larger one)."""
         return self._offset == 0 and self.size() == self._storage.capacity
 
     def _window(self, flat):
@@ -232,7 +233,7 @@ class tensor:
         """Writable view whose old contents are not needed (skips a device->host copy when
         the view covers its whole storage)."""
         s = self._storage
-        if self._covers_storage():
+        if self.covers_storage():
             s.host_current = True
         else:
             s.sync_to_host()
@@ -258,7 +259,7 @@ class tensor:
         """Writable CuPy view whose old contents are not needed (skips a host->device copy
         when the view covers its whole storage); marks the host copy stale."""
         s = self._storage
-        if not self._covers_storage():
+        if not self.covers_storage():
             return self.device()
         if s.device_array is None or s.device_array.size != s.host_array.size:
             s.device_array = _device_empty(s.host_array.size, s.host_array.dtype)
@@ -399,16 +400,13 @@ class tensor:
         """Whether ops may write this view (a ``read_only_view`` refuses)."""
         return True
 
-    def covers_storage(self) -> bool:
-        """Whether this view is its whole storage (not a window into a larger one)."""
-        return self._covers_storage()
 
     def layout_mirror(self, stale_too=False):
         """The storage's layout mirror when it is current (or, with ``stale_too``, whenever
         there is one: its buffer may be reused) and this view covers the whole storage (the
         only views a mirror serves), else None. For CPU ops."""
         s = self._storage
-        if (s.mirror_current or stale_too) and self._covers_storage():
+        if (s.mirror_current or stale_too) and self.covers_storage():
             return s.mirror
         return None
 
@@ -417,7 +415,7 @@ class tensor:
         current layout mirror; this view must cover its storage. ``host_current``: the host
         copy holds the same values (the mirror was reordered from it); False means an op has
         just written the mirror alone, a write: the host and device copies become stale."""
-        if not self._covers_storage():
+        if not self.covers_storage():
             raise ValueError(f"set_layout_mirror: the view {self._shape} at {self._offset} does "
                              f"not cover its storage of {self._storage.capacity} elements")
         s = self._storage

@@ -53,7 +53,6 @@ from . import _primitive as P
 from . import _state
 from . import layout as _mirrors
 from ._common import OwnedPD, scratch
-from .layout import aligned as _aligned
 
 __all__ = ["conv_forward", "conv_backward_data", "conv_backward_filters", "layout_mode",
            "chosen_layouts", "clear_cache", "FEW_CHANNELS"]
@@ -200,7 +199,7 @@ class _Conv:
                 self._reorder_in[role] = self._own(P.Reorder(plain[role], chosen[role]))
         if out_role in blocked:
             # the blocked result, when it is not written into out's mirror
-            buf = self._own(_Buffer(_aligned(self._sizes[out_role])))
+            buf = self._own(_Buffer(_mirrors.aligned(self._sizes[out_role])))
             self._out_address = P.pointer(buf.array)
             self._out_floats = buf.array.view(np.float32)
         self.out_role, self.bias_role = out_role, (bias_role if bias else None)
@@ -281,7 +280,7 @@ class _Conv:
         if old or len(copies) >= KEPT_COPIES:
             buf = copies.pop(old[0] if old else next(iter(copies)))[1]
         else:
-            buf = _aligned(self._sizes[role])
+            buf = _mirrors.aligned(self._sizes[role])
         self._reorder_in[role]({_ARG["DNNL_ARG_FROM"]: t.host_read(),
                                 _ARG["DNNL_ARG_TO"]: P.pointer(buf)})
         copies[key] = (weakref.ref(storage), buf)

@@ -100,7 +100,7 @@ def _build_backward(src_shape, dst_shape, do_max, window, lanes=0):
     if do_max:
         external[_WS] = A.ENUMS["dnnl_query_workspace_md"]
     prim = P.Primitive(pd, external, owned=[src_md, dst_md, hint])
-    prim.src_md = src_md.handle
+    prim.src_md, prim.dst_md = src_md.handle, dst_md.handle     # the forward's descriptors
     return prim
 
 
@@ -222,10 +222,7 @@ def _blocked_backward(gradient_input, src, grad, do_max, window, add_to, state, 
                   work=_work(gradient_input.shape, window))
     if prim is None or grad.is_aliased_with(gradient_input) or grad.is_aliased_with(src):
         return False
-    fwd = _forward_prim(src.shape, gradient_input.shape, do_max, True, window, lanes)
-    if fwd is None:
-        return False
-    gi = in_layout(gradient_input, fwd.dst_md)
+    gi = in_layout(gradient_input, prim.dst_md)
     out = current(grad, prim.src_md) if add_to else fresh_output(grad, prim.src_md)
     if gi is None or out is None or not grad.writable():
         return False
