@@ -31,6 +31,7 @@ import numpy as np
 
 from ..errors import SerializationError
 from ..parallel import parallel_for
+from ..tensor_tools.transient import transient_empty
 
 __all__ = ["decode_stream", "PackedStream", "encode_ints", "to_floats", "from_floats"]
 
@@ -102,7 +103,8 @@ def decode_stream(b: np.ndarray, what: str, offset: int = 0, partial: bool = Fal
     dtype = np.dtype(dtype)
     if n == 0:
         return PackedStream(np.zeros(0, dtype), None, [], 0)
-    step = np.empty(n + 16, np.uint8)         # an integer's length, read from its control byte
+    # (the large temporaries in plain pages: tensor_tools/transient.py says why)
+    step = transient_empty(n + 16, np.uint8)  # an integer's length, read from its control byte
     _map_chunks(lambda lo: _lengths(b[lo:lo + _CHUNK], step[lo:min(n, lo + _CHUNK)]), range(0, n, _CHUNK))
     step[n:] = 0                              # a chain that reaches the end stays there
     segment = int(np.clip(n // _LANES, _MIN_SEGMENT, _SEGMENT))
@@ -212,7 +214,11 @@ def decode_stream(b: np.ndarray, what: str, offset: int = 0, partial: bool = Fal
             break
         good.append(out)
         expect = end
-    values = np.concatenate(good) if len(good) != 1 else good[0]
+    if len(good) == 1:
+        values = good[0]
+    else:
+        values = transient_empty(sum(map(len, good)), dtype)
+        np.concatenate(good, out=values)
     del results, good
     stream = PackedStream(values, group_starts, counts, n)
     if partial:

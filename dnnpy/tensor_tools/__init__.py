@@ -34,6 +34,7 @@ Modules:
 - ``threads.py``: ``set_num_threads`` / ``get_num_threads``: one count for both CPU thread pools
 - ``wait_policy.py``: how OpenMP threads under oneDNN wait (``OMP_WAIT_POLICY=PASSIVE`` default)
 - ``malloc_policy.py``: how glibc's malloc keeps freed memory for reuse (``mallopt`` default)
+- ``transient.py``: ``transient_empty``: large short-lived arrays in plain pages (no huge-page stalls)
 - ``cpu/``: the numpy twin, with oneDNN under it (a sub-package)
 - ``cuda/``: the CUDA twin: CuPy and cuDNN 9 (a sub-package)
 """
