@@ -122,13 +122,13 @@ def _gradient_tables():
         g = np.arange(-255, 256, dtype=np.float32)
         gx, gy = np.repeat(g, 511), np.tile(g, 511)
         best = np.zeros(gx.shape, np.float32)
-        orient = np.zeros(gx.shape, np.int64)
+        orient = np.zeros(gx.shape, np.uint8)      # (a small table: its lookups stay in cache)
         for o in range(9):
             dot = gx * _DIRECTIONS[o, 0] + gy * _DIRECTIONS[o, 1]
             win = dot > best
-            best, orient = np.where(win, dot, best), np.where(win, o, orient)
+            best, orient = np.where(win, dot, best), np.where(win, np.uint8(o), orient)
             win = -dot > best
-            best, orient = np.where(win, -dot, best), np.where(win, o + 9, orient)
+            best, orient = np.where(win, -dot, best), np.where(win, np.uint8(o + 9), orient)
         _TABLES.append((orient, np.sqrt(gx * gx + gy * gy)))
     return _TABLES[0]
 

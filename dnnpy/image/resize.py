@@ -84,22 +84,24 @@ def _resize_into(img, rows, cols):
         ilr = np.float32(1) - lr
         tbf = tb.astype(np.float32)[:, None]
         itbf = (1 - tb).astype(np.float32)[:, None]
-        # the image as planes (channel, row, column), in its own type; the output is made
-        # a band of rows at a time (the band's float32 temporaries stay in cache): the
-        # columns lm and lm + 1 of its rows top and bottom are gathered, weighted per pixel
-        # and summed in dlib's order, for every plane alike
+        # the image as planes (channel, row, column), in its own type. Its columns lm and
+        # lm + 1 are gathered once (a gather of single values along rows is the slow part:
+        # done on the input's rows, not on each band's top and bottom rows); the output is
+        # then made a band of rows at a time (the band's float32 temporaries stay in cache):
+        # the rows top and bottom of both, weighted per pixel (the multiply converts to
+        # float32 as it goes) and summed in dlib's order, for every plane alike
         planes = np.ascontiguousarray(np.moveaxis(img.reshape(nr, nc, -1), 2, 0))
+        left_cols, right_cols = planes.take(lm, axis=2), planes.take(lm + 1, axis=2)
         band = max(1, _BAND_VALUES // (planes.shape[0] * cm))
         for r0 in range(0, rows, band):
             r1 = min(rows, r0 + band)
-            above, below = planes[:, top[r0:r1]], planes[:, bottom[r0:r1]]
-            s = above.take(lm, axis=2).astype(np.float32)
-            s *= itbf[r0:r1] * ilr
+            above, below = top[r0:r1], bottom[r0:r1]
+            s = np.multiply(left_cols[:, above], itbf[r0:r1] * ilr, dtype=np.float32)
             term = np.empty_like(s)
-            for src, cols_, weight in ((above, lm + 1, itbf[r0:r1] * lr), (below, lm, tbf[r0:r1] * ilr),
-                                       (below, lm + 1, tbf[r0:r1] * lr)):
-                term[...] = src.take(cols_, axis=2)
-                term *= weight
+            for src, rows_, weight in ((right_cols, above, itbf[r0:r1] * lr),
+                                       (left_cols, below, tbf[r0:r1] * ilr),
+                                       (right_cols, below, tbf[r0:r1] * lr)):
+                np.multiply(src[:, rows_], weight, out=term, dtype=np.float32)
                 s += term
             if rgb:
                 # the sum is in [0, 256): the cast truncates, as dlib's (cvttps, then unsigned char)
