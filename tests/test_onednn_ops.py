@@ -251,6 +251,22 @@ def test_matmul_arrays_matches_numpy(trans_rhs):
         assert not onednn.matmul_arrays(lhs, rhs, out, trans_rhs)
 
 
+@pytest.mark.parametrize("trans_rhs", [False, True])
+def test_matmul_arrays_serves_every_column_count_with_one_primitive(trans_rhs):
+    """The right operand's column count is a run-time size: one primitive for every n
+    (an image size's pyramid levels), small ones on one thread, large ones on the pool."""
+    from dnnpy.tensor_tools.cpu.onednn import matmul
+    lhs = rand(9, 31)
+    before = len(matmul._cache._d())
+    for n in (1, 40, 3, 20000, 777):
+        rhs = rand(n, 31) if trans_rhs else rand(31, n)
+        out = np.full((9, n), np.nan, np.float32)
+        assert onednn.matmul_arrays(lhs, rhs, out, trans_rhs=trans_rhs)
+        want = lhs.astype(np.float64) @ (rhs.T if trans_rhs else rhs).astype(np.float64)
+        assert_close_scaled(out, want, 1e-6, f"matmul_arrays n={n}")
+    assert len(matmul._cache._d()) - before <= 1
+
+
 def test_unsupported_cases_fall_back_to_numpy():
     a, b = T(rand(4, 3, 1, 1)), T(rand(3, 2, 1, 1))
     assert not onednn.gemm(0.0, T(rand(4, 2, 1, 1)), 2.0, a, False, b, False)   # alpha != 1

@@ -45,7 +45,7 @@ from . import _api as A
 
 __all__ = ["engine", "stream", "MemoryDesc", "plain", "Attr", "Primitive", "Reorder", "Borrowed",
            "Cache", "pointer", "same_md", "f32_contiguous", "gomp", "building", "is_serial",
-           "machine_busy", "SERIAL_WORK", "BUSY_SERIAL_WORK", "MAC_WORK", "LOAD_PERIOD"]
+           "machine_busy", "one_thread", "SERIAL_WORK", "BUSY_SERIAL_WORK", "MAC_WORK", "LOAD_PERIOD"]
 
 # work below this runs on one thread (module docstring); element-equivalents
 SERIAL_WORK = 1 << 18
@@ -77,7 +77,8 @@ def gomp():
 
 
 @contextlib.contextmanager
-def _one_thread():
+def one_thread():
+    """oneDNN's OpenMP pool limited to one thread inside (a small op's execution)."""
     g = gomp()
     n = g.omp_get_max_threads()
     if n == 1:
@@ -132,7 +133,7 @@ def building(serial):
         return
     _local.serial = True
     try:
-        with _one_thread():
+        with one_thread():
             yield
     finally:
         _local.serial = False
@@ -279,7 +280,7 @@ class Primitive:
             addr = buf if isinstance(buf, int) else pointer(buf)
             api.dnnl_memory_set_data_handle(self._mems[arg], ctypes.c_void_p(addr))
         s = stream()
-        with _one_thread() if self.serial else contextlib.nullcontext():
+        with one_thread() if self.serial else contextlib.nullcontext():
             api.dnnl_primitive_execute(self.handle, s, self._nargs, self._args)
             api.dnnl_stream_wait(s)
 
