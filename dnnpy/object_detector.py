@@ -355,6 +355,10 @@ def _effective_filter(weights, size):
 
 # -- the scan ---------------------------------------------------------------------------------
 
+def _parallel(n, f):
+    parallel_for(0, n, f)
+
+
 def run_multiple(detectors, img, upsample_num_times=0, adjust_threshold=0.0, _single=False):
     """See ``fhog_object_detector.run`` and ``run_multiple``."""
     detectors = list(detectors)
@@ -364,8 +368,8 @@ def run_multiple(detectors, img, upsample_num_times=0, adjust_threshold=0.0, _si
         raise ValueError(f"fhog_object_detector: upsample_num_times must be >= 0, got {upsample_num_times}")
     if not detectors or any(not isinstance(d, fhog_object_detector) for d in detectors):
         raise TypeError("fhog_object_detector.run_multiple: expected a list of fhog_object_detector")
-    for _ in range(up):
-        img = pyramid_up(img)
+    for _ in range(up):      # (its bands of rows on dnnpy's threads: nothing else runs yet)
+        img = pyramid_up(img, parallel=_parallel)
     first = detectors[0]
     cell = first.cell_size
     if any(d.cell_size != cell for d in detectors):

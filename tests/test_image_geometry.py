@@ -100,6 +100,29 @@ def test_resize_image_bands_change_nothing(monkeypatch, kind):
         monkeypatch.undo()
 
 
+@pytest.mark.parametrize("kind", ["rgb", "u8"])
+def test_pyramid_up_on_threads_gives_the_same_bits(monkeypatch, kind):
+    """``pyramid_up(img, parallel=...)`` makes its bands of rows on dnnpy's threads (the HOG
+    detectors' upsampling): the same image, band for band, in any order."""
+    import dnnpy.image.resize as rz
+    from dnnpy.image.interpolation import pyramid_up
+    from dnnpy.parallel import parallel_for
+    rng = np.random.default_rng(4)
+    img = rng.integers(0, 256, (41, 57, 3) if kind == "rgb" else (41, 57), dtype=np.uint8)
+    whole = pyramid_up(img)
+    monkeypatch.setattr(rz, "_BAND_VALUES", 3 * 114 * 4)          # 4 rows a band (RGB): 21 bands
+    order = []
+
+    def backwards(n, f):            # any order must do: the bands are independent
+        order.extend(range(n))
+        for j in reversed(range(n)):
+            f(j)
+
+    np.testing.assert_array_equal(pyramid_up(img, parallel=backwards), whole)
+    assert len(order) > 5
+    np.testing.assert_array_equal(pyramid_up(img, parallel=lambda n, f: parallel_for(0, n, f, 2)), whole)
+
+
 # dlib's rotate_image outputs: (shape, hash, returned transform m00 m01 m10 m11 b0 b1)
 ROT = {
     ("gray", 0.3): ((31, 37), 0x50d8807affd562ef, [0.95533648912560598, 0.29552020666133955, -0.29552020666133955,

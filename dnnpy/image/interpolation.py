@@ -152,10 +152,13 @@ def letterbox_image(img, size):
     return out, point_transform_affine(np.eye(2) * scale, (ox, oy))
 
 
-def pyramid_up(img, pyr=None):
+def pyramid_up(img, pyr=None, *, parallel=None):
     """dlib's ``pyramid_up``: a new image upsampled by the inverse of ``pyr`` (default
     ``pyramid_down(2)``): the output is sized to ``pyr.rect_up`` of the image's rectangle
-    (rounded with ``lround``) and filled by ``resize_image``."""
+    (rounded with ``lround``) and filled by ``resize_image``. ``parallel``: None, or a
+    function ``parallel(n, f)`` that calls ``f(j)`` for every ``j`` in ``range(n)``, on
+    several threads (``lambda n, f: dnnpy.parallel_for(0, n, f)``): the bands of output rows
+    are made by it (the same bits either way)."""
     img = _check_image(img, "pyramid_up")
     pyr = pyramid_down(2) if pyr is None else pyr
     if img.size == 0:
@@ -163,7 +166,7 @@ def pyramid_up(img, pyr=None):
     up = rectangle._coerce(pyr.rect_up(get_rect(img)))
     if up.is_empty():
         return np.zeros((0, 0) + img.shape[2:], img.dtype)
-    return _resize_into(img, up.b + 1, up.r + 1)
+    return _resize_into(img, up.b + 1, up.r + 1, parallel)
 
 
 def upsample_image_dataset(images, objects, pyramid=None, max_image_size=None):

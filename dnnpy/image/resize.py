@@ -48,8 +48,11 @@ def _assign(v, dtype):
     return v.astype(dtype)
 
 
-def _resize_into(img, rows, cols):
-    """dlib's ``resize_image(in, out, interpolate_bilinear)`` for a ``rows x cols`` output."""
+def _resize_into(img, rows, cols, parallel=None):
+    """dlib's ``resize_image(in, out, interpolate_bilinear)`` for a ``rows x cols`` output.
+    ``parallel``: None, or a function ``parallel(n, f)`` calling ``f(j)`` for every ``j`` in
+    ``range(n)`` (on several threads: ``dnnpy.parallel_for(0, n, f)``); the bands of output
+    rows are made by it."""
     nr, nc = img.shape[:2]
     out = np.zeros((rows, cols) + img.shape[2:], img.dtype)
     if out.size == 0 or img.size == 0:
@@ -84,18 +87,22 @@ def _resize_into(img, rows, cols):
         ilr = np.float32(1) - lr
         tbf = tb.astype(np.float32)[:, None]
         itbf = (1 - tb).astype(np.float32)[:, None]
-        # the image as planes (channel, row, column), in its own type. Its columns lm and
-        # lm + 1 are gathered once (a gather of single values along rows is the slow part:
-        # done on the input's rows, not on each band's top and bottom rows); the output is
-        # then made a band of rows at a time (the band's float32 temporaries stay in cache):
-        # the rows top and bottom of both, weighted per pixel (the multiply converts to
-        # float32 as it goes) and summed in dlib's order, for every plane alike
-        planes = np.ascontiguousarray(np.moveaxis(img.reshape(nr, nc, -1), 2, 0))
-        left_cols, right_cols = planes.take(lm, axis=2), planes.take(lm + 1, axis=2)
-        band = max(1, _BAND_VALUES // (planes.shape[0] * cm))
-        for r0 in range(0, rows, band):
-            r1 = min(rows, r0 + band)
-            above, below = top[r0:r1], bottom[r0:r1]
+        # a band of output rows at a time (its float32 temporaries stay in cache; bands are
+        # independent, so ``parallel`` may run them on several threads): the input rows the
+        # band reads as planes (channel, row, column), in their own type; their columns lm
+        # and lm + 1 gathered once (a gather of single values is the slow part: done on the
+        # input rows, not on each output row's top and bottom rows); then the rows top and
+        # bottom of both, weighted per pixel (the multiply converts to float32 as it goes)
+        # and summed in dlib's order, for every plane alike
+        channels = img.shape[2] if rgb else 1
+        band = max(1, _BAND_VALUES // (channels * cm))
+
+        def run_band(j):
+            r0, r1 = j * band, min(rows, (j + 1) * band)
+            lo, hi = top[r0], bottom[r1 - 1] + 1        # top and bottom never decrease
+            planes = np.ascontiguousarray(np.moveaxis(img[lo:hi].reshape(hi - lo, nc, -1), 2, 0))
+            left_cols, right_cols = planes.take(lm, axis=2), planes.take(lm + 1, axis=2)
+            above, below = top[r0:r1] - lo, bottom[r0:r1] - lo
             s = np.multiply(left_cols[:, above], itbf[r0:r1] * ilr, dtype=np.float32)
             term = np.empty_like(s)
             for src, rows_, weight in ((right_cols, above, itbf[r0:r1] * lr),
@@ -113,6 +120,13 @@ def _resize_into(img, rows, cols):
                 out[r0:r1, :cm] = np.trunc(s[0].astype(np.float64) + 0.5).astype(img.dtype)  # static_cast(value + 0.5)
             else:
                 out[r0:r1, :cm] = s[0].astype(img.dtype)
+
+        bands = -(-rows // band)
+        if parallel is None or bands == 1:
+            for j in range(bands):
+                run_band(j)
+        else:
+            parallel(bands, run_band)
     if cm < cols:
         # leftover columns: x = -s + c*s, then x += s per column, in double
         x = np.add.accumulate(np.concatenate([[-xs + cm * xs], np.full(cols - cm, xs)]))[1:]
