@@ -93,7 +93,7 @@ def test_resize_image_bands_change_nothing(monkeypatch, kind):
     img = (rng.integers(0, 256, (53, 61, 3), dtype=np.uint8) if kind == "rgb" else
            rng.integers(0, 256, (53, 61), dtype=np.uint8) if kind == "u8" else
            (rng.standard_normal((53, 61)) * 50).astype(np.float32))
-    for rows, cols in ((107, 119), (44, 50)):
+    for rows, cols in ((107, 119), (44, 50), (7, 9)):     # (7, 9): bands read only some rows
         whole = resize_image(img, rows, cols)
         monkeypatch.setattr(rz, "_BAND_VALUES", 3 * cols * 3)     # 3 rows a band (RGB)
         np.testing.assert_array_equal(resize_image(img, rows, cols), whole)

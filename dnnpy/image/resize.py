@@ -52,7 +52,8 @@ def _resize_into(img, rows, cols, parallel=None):
     """dlib's ``resize_image(in, out, interpolate_bilinear)`` for a ``rows x cols`` output.
     ``parallel``: None, or a function ``parallel(n, f)`` calling ``f(j)`` for every ``j`` in
     ``range(n)`` (on several threads: ``dnnpy.parallel_for(0, n, f)``); the bands of output
-    rows are made by it."""
+    rows of grey and uint8 RGB images are made by it (others take dlib's generic path, on
+    the calling thread)."""
     nr, nc = img.shape[:2]
     out = np.zeros((rows, cols) + img.shape[2:], img.dtype)
     if out.size == 0 or img.size == 0:
@@ -99,10 +100,17 @@ def _resize_into(img, rows, cols, parallel=None):
 
         def run_band(j):
             r0, r1 = j * band, min(rows, (j + 1) * band)
-            lo, hi = top[r0], bottom[r1 - 1] + 1        # top and bottom never decrease
-            planes = np.ascontiguousarray(np.moveaxis(img[lo:hi].reshape(hi - lo, nc, -1), 2, 0))
+            above, below = top[r0:r1], bottom[r0:r1]
+            lo, hi = above[0], below[-1] + 1            # top and bottom never decrease
+            if hi - lo <= 2 * (r1 - r0):               # the rows lo..hi - 1
+                planes = np.moveaxis(img[lo:hi].reshape(hi - lo, nc, -1), 2, 0)
+                above, below = above - lo, below - lo
+            else:                                       # a large shrink: only the rows read
+                read = np.unique(np.concatenate([above, below]))
+                planes = np.moveaxis(img.reshape(nr, nc, -1), 2, 0)[:, read]
+                above, below = np.searchsorted(read, above), np.searchsorted(read, below)
+            planes = np.ascontiguousarray(planes)
             left_cols, right_cols = planes.take(lm, axis=2), planes.take(lm + 1, axis=2)
-            above, below = top[r0:r1] - lo, bottom[r0:r1] - lo
             s = np.multiply(left_cols[:, above], itbf[r0:r1] * ilr, dtype=np.float32)
             term = np.empty_like(s)
             for src, rows_, weight in ((right_cols, above, itbf[r0:r1] * lr),

@@ -108,35 +108,38 @@ class _AnyColumns:
     memory objects of the call's sizes (about 20 us)."""
 
     def __init__(self, m, k, trans_rhs):
-        api = A.api()
         self.m, self.k, self.trans_rhs = m, k, trans_rhs
-        self.lhs = P.plain((m, k))
-        rhs = P.MemoryDesc((k, _RUNTIME), strides=(1, k) if trans_rhs else (_RUNTIME, 1))
-        out = P.MemoryDesc((m, _RUNTIME), strides=(_RUNTIME, 1))
-        self.pd = self.handle = None
+        owned = []
         try:
-            self.pd = api.new("dnnl_matmul_primitive_desc_create", P.engine(), self.lhs.handle,
-                              rhs.handle, None, out.handle, None)
-            self.handle = api.new("dnnl_primitive_create", self.pd)
+            for shape, strides in (((m, k), (k, 1)), ((k, _RUNTIME), (1, k) if trans_rhs else (_RUNTIME, 1)),
+                                   ((m, _RUNTIME), (_RUNTIME, 1))):
+                owned.append(P.MemoryDesc(shape, strides=strides))
+            pd = A.api().new("dnnl_matmul_primitive_desc_create", P.engine(),
+                             *[md.handle for md in owned[:2]], None, owned[2].handle, None)
         except Exception:
-            self.destroy()
+            for md in owned:
+                md.destroy()
             raise
-        finally:
-            rhs.destroy()
-            out.destroy()
+        self.lhs = owned[0]
+        # no memory objects of its own: each call binds those of its sizes. It is created for
+        # the whole OpenMP pool and small calls run on one thread: fewer threads at execution
+        # than at creation is what oneDNN allows (its gemm-based matmul, the one it picks for
+        # run-time sizes, reads the count at execution)
+        self.prim = P.Primitive(pd, {}, owned=owned)
 
     def __call__(self, lhs, rhs, out):
         api, e = A.api(), P.engine()
         m, k, n = self.m, self.k, out.shape[1]
-        descs = [P.MemoryDesc((k, n), strides=(1, k) if self.trans_rhs else (n, 1)), P.plain((m, n))]
-        mems = []
+        descs, mems = [], []
         try:
+            descs.append(P.MemoryDesc((k, n), strides=(1, k) if self.trans_rhs else (n, 1)))
+            descs.append(P.plain((m, n)))
             for md, array in ((self.lhs, lhs), (descs[0], rhs), (descs[1], out)):
                 mems.append(api.new("dnnl_memory_create", md.handle, e, ctypes.c_void_p(P.pointer(array))))
             args = (A.ExecArg * 3)(*[A.ExecArg(arg, mem) for arg, mem in zip((_SRC, _WEI, _DST), mems)])
             s = P.stream()
             with P.one_thread() if P.is_serial(m * k * n * P.MAC_WORK) else contextlib.nullcontext():
-                api.dnnl_primitive_execute(self.handle, s, 3, args)
+                api.dnnl_primitive_execute(self.prim.handle, s, 3, args)
                 api.dnnl_stream_wait(s)
         finally:
             for mem in mems:
@@ -145,14 +148,7 @@ class _AnyColumns:
                 md.destroy()
 
     def destroy(self):
-        api = A.api()
-        if self.handle:
-            api.dnnl_primitive_destroy(self.handle)
-            self.handle = None
-        if self.pd:
-            api.dnnl_primitive_desc_destroy(self.pd)
-            self.pd = None
-        self.lhs.destroy()
+        self.prim.destroy()
 
 
 def _primitive(m, k, n, trans_lhs, trans_rhs, beta):
