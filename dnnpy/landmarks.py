@@ -78,7 +78,9 @@ class _Level:
         self.anchor, self.deltas = anchor, deltas
         self.ntrees, self.nsplit = idx1.shape
         self.depth = int(self.nsplit).bit_length()
-        self.table = _leaf_table(self.nsplit) if 0 < self.nsplit <= _TABLE_SPLITS else None
+        # (uint8: the 32 KB table of dlib's depth-4 trees stays in the L1 cache)
+        self.table = (_leaf_table(self.nsplit).astype(np.uint8) if 0 < self.nsplit <= _TABLE_SPLITS
+                      else None)
         # a table's trees get 8 or 16 outcome bits (padded with splits that never go left:
         # f[0] - f[0] > inf), so the outcomes of all trees pack into one uint8/uint16 each
         self.width = self.nsplit if self.table is None else 8 if self.nsplit <= 8 else 16
