@@ -205,9 +205,10 @@ class shape_predictor:
             raise ValueError("shape_predictor: it holds no model (read one: shape_predictor(path))")
         box = np.array([(r.left(), r.top(), r.right(), r.bottom()) for r in rects], np.float64)
         m, b = _unnormalizing(box)
+        b = b[:, :, None] + 0.5             # (with dlib's rounding half: added at once)
         n = len(rects)
-        groups = ([(images[0], None)] if len(images) == 1 else
-                  [(images[k], np.nonzero(owner == k)[0]) for k in np.unique(owner)])
+        groups = [_Pixels(images[0], None)] if len(images) == 1 else [
+            _Pixels(images[k], np.nonzero(owner == k)[0]) for k in np.unique(owner)]
         shape = np.tile(self.initial_shape, (n, 1))
         # one buffer for every level's leaf rows (fresh large arrays would be fresh pages)
         rows_buffer = np.empty((max(lv.ntrees for lv in self.levels) + 1,) + shape.shape, np.float32)
@@ -431,7 +432,7 @@ def _similarity(weights, shape):
     """The 2x2 part of dlib's ``find_similarity_transform(mean shape, shape[i])`` for each
     shape (n, 2P, float32), in float64, cast to float32 as dlib does: ``shape @ weights``
     (``_mean_shape_weights``)."""
-    return (shape.astype(np.float64) @ weights).astype(np.float32).reshape(-1, 2, 2)
+    return np.matmul(shape, weights).astype(np.float32).reshape(-1, 2, 2)   # (float64: weights')
 
 
 def _mean_shape_weights(initial):
@@ -459,40 +460,54 @@ def _mean_shape_weights(initial):
 
 def _to_image(m, b, pts):
     """Shape coordinates ``pts`` (n, 2, k: x and y, float32) mapped into each box's image
-    (``m``, ``b``: the unnormalizing transforms) in float64 as dlib's ``m * p + b``, and
-    rounded as dlib's ``point`` conversion, ``floor(v + 0.5)``: int64 (n, 2, k). (One
-    matmul and ``b + 0.5`` added at once: the float64 sums may differ from dlib's in the
-    last bit, which moves a point only within 1e-13 of a half pixel.)"""
-    out = np.matmul(m, pts.astype(np.float64))
-    out += b[:, :, None] + 0.5
+    (``m``, ``b``: the unnormalizing transforms, ``b`` as ``(n, 2, 1)`` with 0.5 added) in
+    float64 as dlib's ``m * p + b``, and rounded as dlib's ``point`` conversion, ``floor(v +
+    0.5)``: int64 (n, 2, k). (One matmul, of the float32 points as float64, and ``b + 0.5``
+    added at once: the float64 sums may differ from dlib's in the last bit, which moves a
+    point only within 1e-13 of a half pixel.)"""
+    out = np.matmul(m, pts)
+    out += b
     return np.floor(out, out=out).astype(np.int64)
 
 
 _RGB_SUM = np.ones(3, np.int16)
 
 
+class _Pixels:
+    """One image's pixels as a shape predictor reads them (``rows``: its boxes' rows in the
+    run, None when it is the only image): the flat pixels and the bounds, made once a run."""
+
+    __slots__ = ("flat", "width", "limits", "rows", "rgb")
+
+    def __init__(self, img, rows):
+        h, w = img.shape[:2]
+        self.rgb = img.ndim == 3
+        self.flat = img.reshape(-1, 3) if self.rgb else img.reshape(-1)
+        self.width, self.rows = w, rows
+        self.limits = np.array([[w], [h]], np.uint64)
+
+
 def _pixels(groups, m, b, pts):
     """Grey levels (int16, n x F) at the feature pixels ``pts`` (n, 2, F, shape coordinates),
     0 outside the image; an RGB pixel's grey level is ``(r + g + b) // 3`` (dlib's
-    ``get_pixel_intensity``). ``groups``: (image, the rows of its boxes)."""
+    ``get_pixel_intensity``). ``groups``: ``_Pixels``, one per image."""
     xy = _to_image(m, b, pts)
-    out = np.empty(xy.shape[::2], np.int16)
-    for img, rows in groups:
-        h, w = img.shape[:2]
-        at = xy if len(groups) == 1 else xy[rows]
+    out = None if len(groups) == 1 else np.empty(xy.shape[::2], np.int16)
+    for g in groups:
+        at = xy if out is None else xy[g.rows]
         # negative coordinates wrap to huge unsigned ones: one compare for x and y
-        inside = at.view(np.uint64) < np.array([[w], [h]], np.uint64)
+        inside = at.view(np.uint64) < g.limits
         inside = inside[:, 0] & inside[:, 1]
-        at = at[:, 1] * w + at[:, 0]
-        at *= inside                        # outside: read pixel 0, zeroed below
-        if img.ndim == 3:
-            v = img.reshape(-1, 3).take(at, axis=0).astype(np.int16) @ _RGB_SUM
+        index = at[:, 1] * g.width
+        index += at[:, 0]
+        # (mode "clip": a point outside reads some pixel, zeroed below)
+        if g.rgb:
+            v = g.flat.take(index, axis=0, mode="clip").astype(np.int16) @ _RGB_SUM
             v //= 3
         else:
-            v = img.reshape(-1).take(at).astype(np.int16)
+            v = g.flat.take(index, mode="clip").astype(np.int16)
         v *= inside
-        if len(groups) == 1:
-            out = v
-        else:
-            out[rows] = v
+        if out is None:
+            return v
+        out[g.rows] = v
     return out
