@@ -3,6 +3,7 @@
 import mmap
 
 import numpy as np
+import pytest
 
 from dnnpy.tensor_tools.transient import transient_empty
 
@@ -23,3 +24,8 @@ def test_a_concatenation_into_one_keeps_the_values():
     out = transient_empty(2_800_000, np.int32)
     np.concatenate(parts, out=out)
     assert np.array_equal(out, np.arange(2_800_000, dtype=np.int32))
+
+
+def test_an_impossible_size_is_a_memory_error():
+    with pytest.raises(MemoryError, match="transient_empty"):
+        transient_empty(1 << 62, np.uint8)

@@ -36,6 +36,9 @@ def transient_empty(n: int, dtype) -> np.ndarray:
     if nbytes < _HUGEPAGE_HINT_BYTES:
         return np.empty(n, dtype)
     private = getattr(mmap, "MAP_PRIVATE", None)
-    if private is None:                                 # Windows: its anonymous maps are private
-        return np.frombuffer(mmap.mmap(-1, nbytes), dtype)
-    return np.frombuffer(mmap.mmap(-1, nbytes, flags=private | mmap.MAP_ANONYMOUS), dtype)
+    try:
+        if private is None:                             # Windows: its anonymous maps are private
+            return np.frombuffer(mmap.mmap(-1, nbytes), dtype)
+        return np.frombuffer(mmap.mmap(-1, nbytes, flags=private | mmap.MAP_ANONYMOUS), dtype)
+    except OSError as e:        # out of memory, as numpy says it (not an I/O error)
+        raise MemoryError(f"transient_empty: cannot map {nbytes} bytes for {n} {dtype} ({e})") from e
