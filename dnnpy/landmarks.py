@@ -432,7 +432,8 @@ def _similarity(weights, shape):
     """The 2x2 part of dlib's ``find_similarity_transform(mean shape, shape[i])`` for each
     shape (n, 2P, float32), in float64, cast to float32 as dlib does: ``shape @ weights``
     (``_mean_shape_weights``)."""
-    return np.matmul(shape, weights).astype(np.float32).reshape(-1, 2, 2)   # (float64: weights')
+    # (the float32 shape is multiplied as float64, the weights' type, without a cast copy)
+    return np.matmul(shape, weights).astype(np.float32).reshape(-1, 2, 2)
 
 
 def _mean_shape_weights(initial):
