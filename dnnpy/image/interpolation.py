@@ -157,8 +157,8 @@ def pyramid_up(img, pyr=None, *, parallel=None):
     ``pyramid_down(2)``): the output is sized to ``pyr.rect_up`` of the image's rectangle
     (rounded with ``lround``) and filled by ``resize_image``. ``parallel``: None, or a
     function ``parallel(n, f)`` that calls ``f(j)`` for every ``j`` in ``range(n)``, on
-    several threads (``lambda n, f: dnnpy.parallel.parallel_for(0, n, f)``): the bands of output rows
-    of grey and uint8 RGB images are made by it (the same bits either way)."""
+    several threads (``lambda n, f: dnnpy.parallel.parallel_for(0, n, f)``): the bands of
+    output rows of grey and uint8 RGB images are made by it (the same bits either way)."""
     img = _check_image(img, "pyramid_up")
     pyr = pyramid_down(2) if pyr is None else pyr
     if img.size == 0:

@@ -51,9 +51,9 @@ def _assign(v, dtype):
 def _resize_into(img, rows, cols, parallel=None):
     """dlib's ``resize_image(in, out, interpolate_bilinear)`` for a ``rows x cols`` output.
     ``parallel``: None, or a function ``parallel(n, f)`` calling ``f(j)`` for every ``j`` in
-    ``range(n)`` (on several threads: ``dnnpy.parallel.parallel_for(0, n, f)``); the bands of output
-    rows of grey and uint8 RGB images are made by it (others take dlib's generic path, on
-    the calling thread)."""
+    ``range(n)`` (on several threads: ``dnnpy.parallel.parallel_for(0, n, f)``); the bands
+    of output rows of grey and uint8 RGB images are made by it (others take dlib's generic
+    path, on the calling thread)."""
     nr, nc = img.shape[:2]
     out = np.zeros((rows, cols) + img.shape[2:], img.dtype)
     if out.size == 0 or img.size == 0:
