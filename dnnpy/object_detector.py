@@ -22,8 +22,9 @@ How a detector scans an image, as dlib does (so the boxes are dlib's):
 * non-maximum suppression: the boxes of all filters, best score first, each kept unless it
   overlaps a kept one (the detector's ``test_box_overlap``).
 
-The window scores are matrix products (per window row, all filters' cells times the level's
-features, on oneDNN's matmul when it is present), then one strided sum over the row's cells;
+The window scores are matrix products (per group of window rows, all filters' cells times
+the level's features, on oneDNN's matmul when it is present), then one strided sum over the
+group's cells;
 in float32 as dlib's, a score is dlib's to float32 rounding. Each level's features and
 scores are computed as soon as the level is made, on the caller and dnnpy's worker threads
 (``dnnpy.parallel.parallel_for``).
@@ -480,7 +481,6 @@ class _Scan:
         for y0 in range(0, vr, band):
             y1 = min(vr, y0 + band)
             self._rows_of_windows(f[y0:y1 + rows - 1], score[:, y0:y1])
-        out = []
         out = []
         for k in range(count):
             y0, x0 = np.nonzero(score[k] >= self.cutoffs[k])

@@ -3,7 +3,8 @@
 Why. numpy asks Linux for transparent huge pages (``madvise(MADV_HUGEPAGE)``) on every array
 of 4 MiB or more. Where the kernel's THP ``defrag`` setting is ``madvise`` (a common default)
 the first touch of such memory, when no free huge page is at hand, stalls while the kernel
-compacts memory synchronously (numpy issue 31590). Measured on this project's 2-core VM:
+compacts memory synchronously (a known numpy behaviour, reported upstream as
+https://github.com/numpy/numpy/issues/31590). Measured on this project's 2-core VM:
 touching a fresh 100 MB numpy array took 0.012-0.55 s, the same memory in 4 KiB pages a
 steady 0.05 s; decoding the 68-point shape predictor (99.7 MB, whose decoder's temporaries
 are the file's size and more) took 1.07-1.27 s, and 0.82-0.90 s with those temporaries in
