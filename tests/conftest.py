@@ -63,3 +63,18 @@ def _skip_cuda_without_a_device(items):
     for item in cuda_items:
         if not item.get_closest_marker("cuda").kwargs.get("guard"):
             item.add_marker(skip)
+
+
+@pytest.fixture(params=["compiled", "numpy"])
+def kernels(request):
+    """Runs a test twice: with dnnpy's compiled kernels (``dnnpy/kernels``, skipped without
+    Numba) and with numpy only (``jit.force_numpy``): the two twins of the image code."""
+    from dnnpy.tensor_tools.cpu import jit
+
+    if request.param == "numpy":
+        with jit.force_numpy():
+            yield "numpy"
+        return
+    if not jit.available():
+        pytest.skip(f"compiled kernels not used: {jit.info()['reason']}")
+    yield "compiled"

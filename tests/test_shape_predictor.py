@@ -114,7 +114,7 @@ def test_packed_codec_equals_dlibs_encoding():
     assert time.monotonic() - start < 2
 
 
-def test_synthetic_predictor_reads_runs_and_writes_dlibs_bytes(tmp_path):
+def test_synthetic_predictor_reads_runs_and_writes_dlibs_bytes(tmp_path, kernels):
     data = _synthetic()
     path = tmp_path / "sp.dat"
     path.write_bytes(data)
@@ -147,7 +147,7 @@ def test_synthetic_predictor_reads_runs_and_writes_dlibs_bytes(tmp_path):
     assert one[0].rect == boxes[0] and one[0].num_parts() == 5
 
 
-def test_synthetic_predictor_equals_dlib(tmp_path):
+def test_synthetic_predictor_equals_dlib(tmp_path, kernels):
     dlib = pytest.importorskip("dlib", reason="dlib-bin is the oracle")
     rng = np.random.default_rng(4)
     # depths 2 to 5: trees of up to 15 splits find their leaf by a table, deeper ones walk
@@ -191,9 +191,31 @@ def test_bad_files_and_images_say_what_is_wrong(tmp_path):
     assert sp(np.zeros((10, 10, 3), np.uint8)[:, ::-1], box).num_parts() == 5   # any strides
 
 
+def test_compiled_cascade_equals_numpys(tmp_path):
+    """The compiled cascade (dnnpy/kernels/landmarks.py) and the numpy one give the same
+    landmarks: every image layout (grey, RGB, strided, flipped), boxes in, across and outside
+    the image, a batch over several images split across threads, trees deep and shallow."""
+    from dnnpy.tensor_tools.cpu import jit
+
+    if not jit.available():
+        pytest.skip(f"compiled kernels not used: {jit.info()['reason']}")
+    rng = np.random.default_rng(7)
+    for seed, depth in ((0, 1), (1, 4), (2, 6), (3, 0)):
+        sp = shape_predictor(_synthetic(parts=4 + seed, seed=seed, depth=depth, levels=4))
+        rgb = rng.integers(0, 256, (60, 70, 3), dtype=np.uint8)
+        images = [rgb, rgb[:, :, 1].copy(), rgb[::2, ::-1], rgb[:, :, 2]]
+        boxes = [_random_boxes(rng, *im.shape[:2], 11) for im in images]
+        boxes[0] += [dnnpy.rectangle(-200, -200, -150, -150), dnnpy.rectangle(500, 10, 900, 80)]
+        got = sp.batch(images, boxes)
+        with jit.force_numpy():
+            want = sp.batch(images, boxes)
+        assert [[d.parts for d in ds] for ds in got] == [[d.parts for d in ds] for ds in want]
+        assert sp(images[2], boxes[2][0]).parts == want[2][0].parts
+
+
 @pytest.mark.parametrize("name", ["shape_predictor_5_face_landmarks.dat",
                                   "shape_predictor_68_face_landmarks.dat"])
-def test_dlibs_face_models_equal_dlib_on_dlibs_photos(name):
+def test_dlibs_face_models_equal_dlib_on_dlibs_photos(name, kernels):
     dlib = pytest.importorskip("dlib", reason="dlib-bin is the oracle")
     try:
         path = dnnpy.models.dlib_model_path(name)

@@ -365,11 +365,11 @@ def to_floats(mantissa: np.ndarray, exponent: np.ndarray) -> np.ndarray:
     e32 = np.clip(e, -400, 400).astype(np.int32, copy=False)
     m = np.asarray(mantissa).astype(np.float32)
     with np.errstate(over="ignore"):
-        if len(m) == 0 or np.abs(m).max() < 2.0 ** 24:
+        if m.size == 0 or np.abs(m).max() < 2.0 ** 24:
             out = np.ldexp(m, e32)       # exact mantissas (dlib's floats have 24 bits): one rounding
         else:                            # wider ones round once, from float64
             out = np.ldexp(np.asarray(mantissa, np.int64).astype(np.float64), e32).astype(np.float32)
-    if len(e) and e.max() >= _INF_EXP:
+    if e.size and e.max() >= _INF_EXP:
         out[e == _INF_EXP] = np.inf
         out[e == _NINF_EXP] = -np.inf
         out[e >= _NAN_EXP] = np.nan

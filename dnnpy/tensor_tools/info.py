@@ -10,6 +10,7 @@ import sys
 
 from ..distributed.mpi import mpi_info
 from . import backend as _backend_module
+from .cpu import jit as _jit
 from .cpu import onednn as _onednn
 from .malloc_policy import malloc_policy_info
 from .threads import threads_info, threads_report
@@ -101,6 +102,10 @@ def _report(info):
         if one.get("fallbacks"):
             lines.append(f"  oneDNN refused (numpy ran): {', '.join(one['fallbacks'][:5])}"
                          f"{' ...' if len(one['fallbacks']) > 5 else ''}")
+    jit = info.get("jit")
+    if jit is not None:
+        lines.append(f"  compiled kernels (image code): Numba {jit['numba']}" if jit["used"]
+                     else f"  compiled kernels not used (image code runs numpy): {jit['reason']}")
     for e in info.get("errors", []):
         lines.append(f"  ({e})")
     lines += threads_report(info["threads"])
@@ -128,6 +133,9 @@ def backend_info(print_report: bool = True) -> dict:
     ``disabled_by_env`` (``DNNPY_DISABLE_ONEDNN``), and when used ``path``, ``version``,
     ``isa`` (the instruction set its kernels run), ``threads``; ``fallbacks`` lists the
     cases oneDNN refused and numpy ran.
+    ``jit`` (``dnnpy.tensor_tools.cpu.jit``): whether the image code's compiled kernels run:
+    ``used``, ``reason`` (why not), ``disabled_by_env`` (``DNNPY_DISABLE_JIT``), ``numba``
+    (its version).
     ``threads``: the CPU thread pools (``dnnpy.tensor_tools.threads.threads_info``: numpy's
     BLAS libraries and their thread counts via threadpoolctl, or the reason they are unknown;
     oneDNN's OpenMP thread count; the count of the last ``set_num_threads``).
@@ -150,6 +158,7 @@ def backend_info(print_report: bool = True) -> dict:
     if not disabled:
         _cuda_details(info)
     info["onednn"] = _onednn.info()
+    info["jit"] = _jit.info()
     info["threads"] = threads_info()
     info["malloc"] = malloc_policy_info()
     info["mpi"] = mpi_info()

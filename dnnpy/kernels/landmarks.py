@@ -1,0 +1,80 @@
+"""The shape predictor's cascade as one compiled loop per box: the twin of
+``shape_predictor._run_chunk`` (``dnnpy/landmarks.py``, whose docstring says what is
+computed), with the same float32 and float64 operations in the same order, so the
+landmarks equal the numpy code's."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, nogil=True)
+def _grey(img, x, y):
+    """The grey level at (x, y): ``(r + g + b) // 3`` of an RGB pixel, 0 outside."""
+    if x < 0 or y < 0 or x >= img.shape[1] or y >= img.shape[0]:
+        return 0
+    if img.shape[2] == 3:
+        return (np.int32(img[y, x, 0]) + np.int32(img[y, x, 1]) + np.int32(img[y, x, 2])) // 3
+    return np.int32(img[y, x, 0])
+
+
+@njit(cache=True, nogil=True)
+def cascade(img, m, b, first, last, initial, weights, fixed, feat_off, dx, dy, anchor,
+            split_off, nsplit, idx1, idx2, limit, leaves, out):
+    """Landmarks of boxes ``first..last-1`` into ``out`` (boxes, 2, parts; int64 x and y).
+
+    ``img``: (H, W, 1 or 3) uint8; ``m``, ``b``: each box's unnormalizing transform (b with
+    dlib's rounding half added); ``initial``: the mean shape (2P float32); ``weights``: the
+    (2P, 4) float64 map from a shape to its similarity transform, or ``fixed`` (4 float32)
+    when ``fixed[0]`` is not NaN; level ``l``'s feature pixels are ``feat_off[l]..`` of
+    ``dx``, ``dy``, ``anchor``; its trees' splits ``split_off[l]..`` of ``idx1``, ``idx2``,
+    ``limit`` (``nsplit[l]`` per tree; left when the grey difference is greater than the
+    limit); ``leaves[l]``: (trees, leaves, 2P) float32."""
+    nlev = len(nsplit)
+    width = len(initial)
+    shape = np.empty(width, np.float32)
+    sim = np.empty(4, np.float32)
+    f = np.empty(int((feat_off[1:] - feat_off[:-1]).max()), np.int32)
+    leaf = np.empty(max([lv.shape[0] for lv in leaves]), np.int64)
+    for box in range(first, last):
+        shape[:] = initial
+        m00, m01, m10, m11 = m[box, 0, 0], m[box, 0, 1], m[box, 1, 0], m[box, 1, 1]
+        b0, b1 = b[box, 0], b[box, 1]
+        for lev in range(nlev):
+            if np.isnan(fixed[0]):
+                for j in range(4):
+                    acc = 0.0
+                    for k in range(width):
+                        acc += np.float64(shape[k]) * weights[k, j]
+                    sim[j] = np.float32(acc)
+            else:
+                sim[:] = fixed
+            f0 = feat_off[lev]
+            for j in range(feat_off[lev + 1] - f0):
+                a = anchor[f0 + j]
+                px = sim[0] * dx[f0 + j] + sim[1] * dy[f0 + j] + shape[2 * a]
+                py = sim[2] * dx[f0 + j] + sim[3] * dy[f0 + j] + shape[2 * a + 1]
+                x = np.int64(np.floor(m00 * px + m01 * py + b0))
+                y = np.int64(np.floor(m10 * px + m11 * py + b1))
+                f[j] = _grey(img, x, y)
+            lv = leaves[lev]
+            ns = nsplit[lev]
+            s0 = split_off[lev]
+            # every tree's leaf first, then the leaf rows added: the additions then wait on
+            # no branch, so the reads of the rows (random in a large table) overlap
+            for t in range(lv.shape[0]):
+                node = 0
+                at = s0 + t * ns
+                while node < ns:        # left child 2i + 1 when the difference is greater
+                    left = f[idx1[at + node]] - f[idx2[at + node]] > limit[at + node]
+                    node = 2 * node + 2 - np.int64(left)
+                leaf[t] = node - ns
+            for t in range(lv.shape[0]):
+                row = lv[t, leaf[t]]
+                for k in range(width):
+                    shape[k] += row[k]
+        for k in range(width // 2):
+            px, py = shape[2 * k], shape[2 * k + 1]
+            out[box, 0, k] = np.int64(np.floor(m00 * px + m01 * py + b0))
+            out[box, 1, k] = np.int64(np.floor(m10 * px + m11 * py + b1))

@@ -1,0 +1,133 @@
+"""Compiled loops for the image code that numpy cannot vectorise well: Numba kernels (the
+``jit`` extra), with the numpy code as the complete reference and the fallback.
+
+Some stages of dlib's face pipeline are many small dependent steps (a shape predictor walks
+7500 trees a box; fHOG bins every pixel into four cells): numpy spends its time there in
+per-call overhead and extra passes over memory, and dlib's C++ runs them 2-3x faster. The
+kernels in ``dnnpy/kernels/`` compute the same float operations in the same order as the
+numpy code beside them, in one pass, so their results are the numpy code's bit for bit
+(tests/test_jit_kernels.py runs both).
+
+The kernels are used iff ``DNNPY_DISABLE_JIT`` is unset or false and Numba imports. The
+decision is made when the first kernel is asked for, never at ``import dnnpy``. Numba
+compiles each kernel at its first call (about a second) and caches the machine code beside
+the module (``__pycache__``, or ``NUMBA_CACHE_DIR``), so later processes load it in
+milliseconds. Installed but unusable (an import or a compile error): one ``RuntimeWarning``
+names the reason, numpy runs, and ``info()`` keeps the reason for ``backend_info()``.
+Kernels release the GIL: dnnpy's threads (``parallel_for``) run them side by side.
+
+    if not jit.call("landmarks", "cascade", img, ..., out):   # False: run the numpy code
+        ...
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import threading
+import warnings
+
+__all__ = ["available", "call", "disable", "force_numpy", "info", "kernels"]
+
+_lock = threading.Lock()
+_decided = False
+_usable = False
+_reason = None
+_version = None
+_local = threading.local()
+
+
+def _env_disables() -> bool:
+    return os.environ.get("DNNPY_DISABLE_JIT", "").strip().lower() not in ("", "0", "false")
+
+
+def _decide():
+    global _decided, _usable, _reason, _version
+    with _lock:
+        if _decided:
+            return
+        warn = None
+        if _env_disables():
+            _reason = "turned off by DNNPY_DISABLE_JIT"
+        else:
+            try:
+                import numba
+            except ImportError as e:
+                _reason = f"Numba is not installed ({e}); pip install 'dnnpy[jit]'"
+            except Exception as e:  # noqa: BLE001  (a broken install is a reason, never an error)
+                _reason = warn = f"Numba cannot be imported ({type(e).__name__}: {e})"
+            else:
+                _usable, _version = True, numba.__version__
+        _decided = True
+    if warn is not None:
+        _warn(warn)
+
+
+def _warn(reason):
+    warnings.warn(f"dnnpy: compiled kernels are not used: {reason}. numpy runs instead; set "
+                  "DNNPY_DISABLE_JIT=1 to silence this warning.", RuntimeWarning, stacklevel=4)
+
+
+def available() -> bool:
+    """Whether the compiled kernels run in this process (ignores ``force_numpy``)."""
+    if not _decided:
+        _decide()
+    return _usable
+
+
+@contextlib.contextmanager
+def force_numpy():
+    """Run the enclosed block with numpy only (per thread; nests): for tests and benchmarks
+    that compare the two."""
+    _local.forced = getattr(_local, "forced", 0) + 1
+    try:
+        yield
+    finally:
+        _local.forced -= 1
+
+
+def kernels(name):
+    """The module ``dnnpy.kernels.<name>`` when the compiled kernels are to run now, else
+    None (the caller runs its numpy code)."""
+    if getattr(_local, "forced", 0) or not available():
+        return None
+    return importlib.import_module(f"dnnpy.kernels.{name}")
+
+
+def call(name, function, *args) -> bool:
+    """Run the kernel ``dnnpy.kernels.<name>.<function>(*args)`` (it writes its results into
+    its arguments): True when it ran, False when the caller must run its numpy code (the
+    kernels are off, or this one fails to compile: then they are turned off for the process,
+    with one warning). Any other error of the kernel is raised."""
+    module = kernels(name)
+    if module is None:
+        return False
+    try:
+        getattr(module, function)(*args)
+    except Exception as e:
+        from numba.core.errors import NumbaError
+        if not isinstance(e, NumbaError):
+            raise
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        disable(f"the kernel {name}.{function} does not compile ({type(e).__name__}: {first})")
+        return False
+    return True
+
+
+def disable(reason):
+    """Stop using the compiled kernels in this process (one ``RuntimeWarning`` naming
+    ``reason``): for a kernel that fails to compile, so that numpy runs instead."""
+    global _usable, _reason
+    with _lock:
+        was, _usable, _reason = _usable, False, reason
+    if was:
+        _warn(reason)
+
+
+def info() -> dict:
+    """``{"used", "reason", "disabled_by_env", "numba"}`` for ``backend_info()``; decides
+    first."""
+    used = available()
+    return {"used": used, "reason": _reason, "disabled_by_env": _env_disables(),
+            "numba": _version}

@@ -1,0 +1,78 @@
+"""dnnpy.tensor_tools.cpu.jit: when the compiled kernels run, how they are reported, and the
+fall back to numpy when one cannot compile. (What each kernel computes is tested beside its
+numpy twin: tests/test_shape_predictor.py.)"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+import dnnpy
+from dnnpy.tensor_tools.cpu import jit
+
+
+def test_backend_info_reports_the_kernels():
+    info = dnnpy.backend_info(print_report=False)["jit"]
+    assert info["used"] == jit.available()
+    assert (info["reason"] is None) == info["used"]
+    assert info["used"] == (info["numba"] is not None)
+
+
+def test_environment_turns_them_off():
+    code = ("import dnnpy; from dnnpy.tensor_tools.cpu import jit; i = jit.info(); "
+            "print(i['used'], i['reason'], jit.kernels('landmarks'))")
+    env = dict(os.environ, DNNPY_DISABLE_JIT="1")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True).stdout
+    assert out.split() == ["False", "turned", "off", "by", "DNNPY_DISABLE_JIT", "None"]
+
+
+def test_a_kernel_that_does_not_compile_turns_them_off_with_a_warning(monkeypatch):
+    if not jit.available():
+        pytest.skip(f"compiled kernels not used: {jit.info()['reason']}")
+    from numba.core.errors import TypingError
+
+    module = jit.kernels("landmarks")
+
+    def broken(*args):
+        raise TypingError("no implementation for this argument type")
+
+    monkeypatch.setattr(module, "cascade", broken)
+    monkeypatch.setattr(jit, "_usable", True)       # restored after the test
+    monkeypatch.setattr(jit, "_reason", None)
+    with pytest.warns(RuntimeWarning, match=r"landmarks\.cascade does not compile.*TypingError"):
+        assert jit.call("landmarks", "cascade", 1, 2) is False
+    assert not jit.available() and "TypingError" in jit.info()["reason"]
+    assert jit.call("landmarks", "cascade") is False           # numpy from now on, no warning
+
+
+def test_other_errors_of_a_kernel_are_raised(monkeypatch):
+    if not jit.available():
+        pytest.skip(f"compiled kernels not used: {jit.info()['reason']}")
+    module = jit.kernels("landmarks")
+
+    def failing(*args):
+        raise IndexError("index 9 is out of bounds")
+
+    monkeypatch.setattr(module, "cascade", failing)
+    with pytest.raises(IndexError, match="out of bounds"):
+        jit.call("landmarks", "cascade")
+    assert jit.available()
+
+
+def test_force_numpy_is_per_thread_and_nests():
+    import threading
+
+    seen = []
+    with jit.force_numpy():
+        with jit.force_numpy():
+            assert jit.kernels("landmarks") is None
+        assert jit.kernels("landmarks") is None
+        t = threading.Thread(target=lambda: seen.append(jit.kernels("landmarks") is None))
+        t.start()
+        t.join()
+    assert seen == [not jit.available()]
+    assert (jit.kernels("landmarks") is None) == (not jit.available())
