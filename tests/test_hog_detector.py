@@ -106,7 +106,7 @@ def test_detections_from_several_threads_at_once(frontal):
     assert not errors and got == alone
 
 
-def test_frontal_face_detector_equals_dlib(frontal):
+def test_frontal_face_detector_equals_dlib(frontal, kernels):
     dlib = needs_dlib()
     theirs = dlib.get_frontal_face_detector()
     photos = face_photos()

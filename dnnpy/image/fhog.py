@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..tensor_tools.cpu import jit
+
 __all__ = ["extract_fhog_features"]
 
 # dlib's unit vectors of the 9 unsigned orientations, as it stores them (float32)
@@ -184,6 +186,10 @@ def _histograms(a, cell, cells_nr, cells_nc):
     weight[pad:pad + ny, 0], weight[pad:pad + ny, 1] = vy1, vy0
     weight = weight.reshape(blocks, cell, 2).transpose(0, 2, 1)
     orient_table, length_table = _gradient_tables()
+    if jit.call("fhog", "histograms", a if a.ndim == 3 else a[:, :, None], ny, nx,
+                int(np.count_nonzero(simd)), col, vx0.astype(np.float64), vx1.astype(np.float64),
+                iyp, vy0.astype(np.float64), vy1.astype(np.float64), orient_table, hist):
+        return hist
     col18, vx0, vx1 = col * 18, vx0.astype(np.float64), vx1.astype(np.float64)
     top = int(iyp[0]) + 1
     # a band of blocks at a time (its temporaries stay in cache)

@@ -4,9 +4,10 @@
 Some stages of dlib's face pipeline are many small dependent steps (a shape predictor walks
 7500 trees a box; fHOG bins every pixel into four cells): numpy spends its time there in
 per-call overhead and extra passes over memory, and dlib's C++ runs them 2-3x faster. The
-kernels in ``dnnpy/kernels/`` compute the same float operations in the same order as the
-numpy code beside them, in one pass, so their results are the numpy code's bit for bit
-(tests/test_jit_kernels.py runs both).
+kernels in ``dnnpy/kernels/`` compute what the numpy code beside them computes, in one
+pass: the same float operations in the same order, except where numpy sums with BLAS or
+``bincount`` (then the same float64 terms in another order). The tests run both twins (the
+``kernels`` fixture) against dlib and against each other.
 
 The kernels are used iff ``DNNPY_DISABLE_JIT`` is unset or false and Numba imports. The
 decision is made when the first kernel is asked for, never at ``import dnnpy``. Numba
