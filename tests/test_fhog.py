@@ -63,7 +63,7 @@ def test_fhog_equals_dlib(kernels):
 
 
 @pytest.mark.parametrize("cell", [8, 5])
-def test_fhog_bands_change_nothing(monkeypatch, cell):
+def test_fhog_bands_change_nothing(monkeypatch, cell, kernels):
     """The histograms are summed a band of pixel rows at a time: bands of one cell row (the
     first padded, the last shorter) give the features one band gives (float64 sums of the
     same votes, in another order: 1e-6)."""

@@ -43,7 +43,7 @@ def _tf(t):
 
 
 @needs_dlib
-def test_resize_image_matches_dlib_bit_for_bit():
+def test_resize_image_matches_dlib_bit_for_bit(kernels):
     """Random sizes up and down (including 1-pixel sides), every dtype dlib-bin binds: the
     SIMD blocks, the leftover columns and both rounding rules are exercised."""
     rng = np.random.default_rng(0)
@@ -85,7 +85,7 @@ def test_resize_image_contract():
 
 
 @pytest.mark.parametrize("kind", ["rgb", "u8", "f32"])
-def test_resize_image_bands_change_nothing(monkeypatch, kind):
+def test_resize_image_bands_change_nothing(monkeypatch, kind, kernels):
     """The main loop runs a band of output rows at a time: bands of a few rows (and a last,
     shorter one) give the image one band gives."""
     import dnnpy.image.resize as rz
@@ -101,7 +101,7 @@ def test_resize_image_bands_change_nothing(monkeypatch, kind):
 
 
 @pytest.mark.parametrize("kind", ["rgb", "u8"])
-def test_pyramid_up_on_threads_gives_the_same_bits(monkeypatch, kind):
+def test_pyramid_up_on_threads_gives_the_same_bits(monkeypatch, kind, kernels):
     """``pyramid_up(img, parallel=...)`` makes its bands of rows on dnnpy's threads (the HOG
     detectors' upsampling): the same image, band for band, in any order."""
     import dnnpy.image.resize as rz
@@ -251,3 +251,23 @@ def test_flips_match_dlib():
         add_image_left_right_flips([img], [])
     with pytest.raises(TypeError, match="rectangle or mmod_rect"):
         flip_image_dataset_left_right([img], [[(1, 2, 3, 4)]])
+
+
+def test_compiled_resize_equals_numpys():
+    """The compiled bilinear loop (dnnpy/kernels/resize.py) against the numpy one, for the
+    uint8 images it takes (grey and RGB, strided views), up and down, wide and narrow
+    bands: the same bits (both are dlib's float32 steps in dlib's order)."""
+    from dnnpy.tensor_tools.cpu import jit
+
+    if not jit.available():
+        pytest.skip(f"compiled kernels not used: {jit.info()['reason']}")
+    rng = np.random.default_rng(8)
+    for k in range(120):
+        h, w = (int(v) for v in rng.integers(1, 70, 2))
+        img = rng.integers(0, 256, (h, w, 3) if k % 2 else (h, w), dtype=np.uint8)
+        img = img[::-1, ::2] if k % 3 == 0 else img
+        rows, cols = (int(v) for v in rng.integers(1, 150, 2))
+        got = resize_image(img, rows, cols)
+        with jit.force_numpy():
+            want = resize_image(img, rows, cols)
+        np.testing.assert_array_equal(got, want, err_msg=f"{img.shape} -> {rows}x{cols}")

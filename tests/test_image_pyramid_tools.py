@@ -66,7 +66,7 @@ def test_pyramid_down_every_n_from_dlib_source():
 
 
 @needs_dlib
-def test_pyramid_down_every_n_matches_dlib():
+def test_pyramid_down_every_n_matches_dlib(kernels):
     rng = np.random.default_rng(1)
     cases = [((31, 29), np.uint8), ((40, 33), np.float32), ((17, 12), np.int16),
              ((20, 23), np.float64), ((9, 9), np.uint16), ((8, 20), np.uint8), ((41, 44, 3), np.uint8)]

@@ -61,10 +61,11 @@ def extract_fhog_features(img, cell_size=8, filter_rows_padding=1, filter_cols_p
     if hog_nr == 0 or hog_nc == 0:
         return np.zeros((0, 0, 31), np.float32)
     hist = _histograms(a, cell, cells_nr, cells_nc)
-    feats = _features(hist, cells_nr, cells_nc)
     out = np.zeros((hog_nr + filter_rows_padding - 1, hog_nc + filter_cols_padding - 1, 31), np.float32)
     top, left = (filter_rows_padding - 1) // 2, (filter_cols_padding - 1) // 2
-    out[top:top + hog_nr, left:left + hog_nc] = feats
+    inner = out[top:top + hog_nr, left:left + hog_nc]
+    if not jit.call("fhog", "features", hist, inner):
+        inner[...] = _features(hist, cells_nr, cells_nc)
     return out
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..geometry import lround
+from ..tensor_tools.cpu import jit
 
 __all__ = ["resize_image"]
 
@@ -98,8 +99,18 @@ def _resize_into(img, rows, cols, parallel=None):
         channels = img.shape[2] if rgb else 1
         band = max(1, _BAND_VALUES // (channels * cm))
 
+        # uint8 images: by the compiled kernel where it runs (dnnpy/kernels/resize.py)
+        compiled = img.dtype == np.uint8
+        if compiled:
+            kernel_args = ((img, out) if rgb else (img[:, :, None], out[:, :, None]))
+            img3, out3 = kernel_args[0], kernel_args[1][:, :cm]
+            itb_rows, tb_rows = itbf.ravel(), tbf.ravel()
+
         def run_band(j):
             r0, r1 = j * band, min(rows, (j + 1) * band)
+            if compiled and jit.call("resize", "bilinear_rows", img3, r0, r1, top, bottom,
+                                     itb_rows, tb_rows, lm, lr, ilr, out3):
+                return
             above, below = top[r0:r1], bottom[r0:r1]
             lo, hi = above[0], below[-1] + 1            # top and bottom never decrease
             if hi - lo <= 2 * (r1 - r0):               # the rows lo..hi - 1

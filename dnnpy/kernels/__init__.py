@@ -3,6 +3,7 @@ each module is the compiled twin of numpy code elsewhere in dnnpy, computing the
 results. Imported only through ``dnnpy.tensor_tools.cpu.jit`` (never at ``import dnnpy``),
 which decides whether they run and falls back to numpy when they cannot.
 
-- ``fhog.py``: fHOG's orientation histograms (``dnnpy/image/fhog.py``)
+- ``fhog.py``: fHOG's orientation histograms and features (``dnnpy/image/fhog.py``)
 - ``landmarks.py``: the shape predictor's cascade, box by box (``dnnpy/landmarks.py``)
+- ``resize.py``: dlib's bilinear resize of uint8 images (``dnnpy/image/resize.py``)
 """

@@ -89,3 +89,49 @@ def histograms(a, ny, nx, nsimd, col, vx0, vx1, iyp, vy0, vy1, orient_table, his
             for o in range(18):
                 hist[above, c, o] += w1 * row[c * 18 + o]
                 hist[below, c, o] += w0 * row[c * 18 + o]
+
+
+@njit(cache=True, nogil=True)
+def features(hist, out):
+    """The 31 features of every inner cell into ``out`` (cells_nr - 2, cells_nc - 2, 31
+    float32) from the histograms ``hist`` (cells_nr + 2, cells_nc + 2, 18 float64): the
+    twin of ``dnnpy.image.fhog._features``, its float64 operations in its order (numpy
+    sums over an outer axis one row after another), so the features are its own bit for
+    bit."""
+    rows, cols = out.shape[0], out.shape[1]
+    # the energy of each cell's unsigned histogram (the cells around the inner ones too)
+    norm = np.zeros((rows + 2, cols + 2), np.float64)
+    for r in range(rows + 2):
+        for c in range(cols + 2):
+            acc = 0.0
+            for o in range(9):
+                u = hist[r + 1, c + 1, o] + hist[r + 1, c + 1, o + 9]
+                acc += u * u
+            norm[r, c] = acc
+    eps = np.float64(np.float32(0.0001))
+    nn = np.empty(4, np.float64)
+    scale = np.empty(4, np.float64)
+    f = np.empty(31, np.float64)
+    for r in range(rows):
+        for c in range(cols):
+            # the 4 blocks of 2x2 cells around the cell, in dlib's lane order
+            nn[0] = norm[r + 1, c + 1] + norm[r + 1, c + 2] + norm[r + 2, c + 1] + norm[r + 2, c + 2]
+            nn[1] = norm[r, c + 1] + norm[r, c + 2] + norm[r + 1, c + 1] + norm[r + 1, c + 2]
+            nn[2] = norm[r + 1, c] + norm[r + 1, c + 1] + norm[r + 2, c] + norm[r + 2, c + 1]
+            nn[3] = norm[r, c] + norm[r, c + 1] + norm[r + 1, c] + norm[r + 1, c + 1]
+            for k in range(4):
+                nn[k] = 0.2 * np.sqrt(nn[k] + eps)
+                scale[k] = 0.1 / nn[k]
+            f[:] = 0.0
+            for k in range(4):
+                texture = 0.0
+                for o in range(18):
+                    s = min(hist[r + 2, c + 2, o], nn[k]) * scale[k]
+                    f[o] += s
+                    texture += s
+                for o in range(9):
+                    u = hist[r + 2, c + 2, o] + hist[r + 2, c + 2, o + 9]
+                    f[18 + o] += min(u, nn[k]) * scale[k]
+                f[27 + k] = texture * (2 * 0.2357)
+            for o in range(31):
+                out[r, c, o] = np.float32(f[o])
