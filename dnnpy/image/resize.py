@@ -99,17 +99,22 @@ def _resize_into(img, rows, cols, parallel=None):
         channels = img.shape[2] if rgb else 1
         band = max(1, _BAND_VALUES // (channels * cm))
 
-        # uint8 images: by the compiled kernel where it runs (dnnpy/kernels/resize.py)
+        # uint8 images: by the compiled kernel where it runs (dnnpy/kernels/resize.py), an
+        # RGB image as one of 3 x its width (each channel's values 3 apart), so that its
+        # loops run on contiguous values
         compiled = img.dtype == np.uint8
         if compiled:
-            kernel_args = ((img, out) if rgb else (img[:, :, None], out[:, :, None]))
-            img3, out3 = kernel_args[0], kernel_args[1][:, :cm]
+            c3 = 3 if rgb else 1
+            flat_in, flat_out = img.reshape(nr, nc * c3), out.reshape(rows, cols * c3)[:, :cm * c3]
+            flat_cols = (lm[:, None] * c3 + np.arange(c3)).ravel()
+            flat_lr, flat_ilr = np.repeat(lr, c3), np.repeat(ilr, c3)
             itb_rows, tb_rows = itbf.ravel(), tbf.ravel()
 
         def run_band(j):
             r0, r1 = j * band, min(rows, (j + 1) * band)
-            if compiled and jit.call("resize", "bilinear_rows", img3, r0, r1, top, bottom,
-                                     itb_rows, tb_rows, lm, lr, ilr, out3):
+            if compiled and jit.call("resize", "bilinear_rows", flat_in, r0, r1, top, bottom,
+                                     itb_rows, tb_rows, flat_cols, c3, flat_lr, flat_ilr, rgb,
+                                     flat_out):
                 return
             above, below = top[r0:r1], bottom[r0:r1]
             lo, hi = above[0], below[-1] + 1            # top and bottom never decrease
