@@ -47,7 +47,7 @@ from .image.pyramid import pyramid_down
 from .parallel import parallel_for
 from .serialization.files import read_source, refuse_other_files
 from .serialization.primitives import Reader, Writer
-from .tensor_tools.cpu import onednn
+from .tensor_tools.cpu import jit, onednn
 from .tensor_tools.cpu._common import scratch
 
 __all__ = ["fhog_object_detector", "simple_object_detector", "get_frontal_face_detector"]
@@ -79,7 +79,7 @@ class fhog_object_detector:
         self.overlap = test_box_overlap()
         self.weights: list[np.ndarray] = []
         self._version = 2
-        self._filters = None
+        self._filters = self._separable = None
         if path is not None:
             r = _open(path)
             self.deserialize(r)
@@ -144,6 +144,13 @@ class fhog_object_detector:
         if self._filters is None:
             self._filters = [_effective_filter(w, self.fhog_window_size()) for w in self.weights]
         return self._filters
+
+    def _parts(self):
+        """Each filter's separable parts (``_separable_parts``; None for a filter dlib runs
+        whole)."""
+        if self._separable is None:
+            self._separable = [_separable_parts(w, self.fhog_window_size()) for w in self.weights]
+        return self._separable
 
     def thresholds(self):
         dims = self.num_dimensions()
@@ -220,7 +227,7 @@ class fhog_object_detector:
             if count > r.remaining():
                 raise r.error(f"the file claims {count} detectors but only {r.remaining()} bytes remain")
             self.weights = [self._read_weights(r, i) for i in range(count)]
-        self._version, self._filters = version, None
+        self._version, self._filters, self._separable = version, None, None
 
     def _read_weights(self, r, i):
         what = f"detector {i}'s weights"
@@ -333,25 +340,34 @@ def _fhog_to_image(v, cell, pad):
     return v + np.where(v >= 0, cell // 2, -(cell // 2))
 
 
-def _effective_filter(weights, size):
-    """The filter dlib runs for one detector's weights (see the module's docstring): per
-    plane, ``svd(f) = u w v'``; singular values under ``max(1e-4, 0.001 max(w))`` are dropped
-    and the rest kept as float32 column and row filters ``u_j sqrt(w_j)``, ``v_j sqrt(w_j)``;
-    dlib runs those when there are at most ``31 * min(rows, cols) / 3`` of them, else the
-    float32 filters whole."""
+def _separable_parts(weights, size):
+    """The parts dlib runs one detector's filter as (see the module's docstring): per plane,
+    ``svd(f) = u w v'``; singular values under ``max(1e-4, 0.001 max(w))`` are dropped and
+    the rest kept as float32 column and row filters ``u_j sqrt(w_j)``, ``v_j sqrt(w_j)``: a
+    list of ``(cols (rows, r), rows (cols, r))`` per plane; None when there are more than
+    ``31 * min(rows, cols) / 3`` of them (dlib then runs the float32 filter whole)."""
     rows, cols = size
     planes = weights[:rows * cols * _PLANES].reshape(_PLANES, rows, cols)
     parts, count = [], 0
     for f in planes:
         u, w, vt = np.linalg.svd(f)
         keep = w >= max(1e-4, w.max() * 0.001)
-        col = (u[:, keep] * np.sqrt(w[keep])).astype(np.float32).astype(np.float64)
-        row = (vt[keep].T * np.sqrt(w[keep])).astype(np.float32).astype(np.float64)
-        parts.append(col @ row.T)
+        parts.append(((u[:, keep] * np.sqrt(w[keep])).astype(np.float32),
+                      (vt[keep].T * np.sqrt(w[keep])).astype(np.float32)))
         count += int(keep.sum())
-    if count > _PLANES * min(rows, cols) / 3.0:
+    return None if count > _PLANES * min(rows, cols) / 3.0 else parts
+
+
+def _effective_filter(weights, size):
+    """The filter dlib runs for one detector's weights, whole: (rows, cols, 31) float64, the
+    sum of its planes' separable parts (``_separable_parts``), or the float32 weights when
+    dlib runs them whole."""
+    rows, cols = size
+    parts = _separable_parts(weights, size)
+    if parts is None:
+        planes = weights[:rows * cols * _PLANES].reshape(_PLANES, rows, cols)
         return planes.astype(np.float32).astype(np.float64).transpose(1, 2, 0)
-    return np.stack(parts, axis=2)
+    return np.stack([c.astype(np.float64) @ r.astype(np.float64).T for c, r in parts], axis=2)
 
 
 # -- the scan ---------------------------------------------------------------------------------
@@ -385,7 +401,8 @@ def run_multiple(detectors, img, upsample_num_times=0, adjust_threshold=0.0, _si
     # is its filter (one detector: dlib's object_detector) or its detector (several: dlib's
     # evaluate_detectors)
     scans = [_Scan(d.filter_bank(), d.thresholds(), adjust_threshold,
-                   (rows - 2 * d.padding, cols - 2 * d.padding), cell, pad_rows, pad_cols)
+                   (rows - 2 * d.padding, cols - 2 * d.padding), cell, pad_rows, pad_cols,
+                   d._parts())
              for d, (rows, cols) in zip(detectors, sizes)]
     per_level = _feature_pyramid(img, cell, pad_rows, pad_cols,
                                  min(d.min_pyramid_layer_width for d in detectors),
@@ -456,9 +473,20 @@ class _Scan:
     the filter's threshold plus ``adjust`` (boxes (n, 4): left, top, right, bottom, in the
     image), in scan order (row, column); ``best_first`` joins the levels' lists."""
 
-    def __init__(self, filters, thresholds, adjust, box, cell, pad_rows, pad_cols):
+    def __init__(self, filters, thresholds, adjust, box, cell, pad_rows, pad_cols, parts=None):
         self.rows, self.cols = filters[0].shape[:2]
         self.count = len(filters)
+        # the compiled scan's filters (dnnpy/kernels/hog.py), when dlib runs every filter by
+        # its separable parts: each part's plane, column and row filters, filter after filter
+        self.terms = None
+        if parts is not None and all(p is not None for p in parts):
+            terms = [(plane, col[:, j], row[:, j]) for one in parts
+                     for plane, (col, row) in enumerate(one) for j in range(col.shape[1])]
+            sizes = [sum(col.shape[1] for col, _ in one) for one in parts]
+            self.terms = (np.cumsum([0] + sizes).astype(np.int64),
+                          np.array([t[0] for t in terms], np.int64),
+                          np.array([t[1] for t in terms], np.float32).reshape(-1, self.rows),
+                          np.array([t[2] for t in terms], np.float32).reshape(-1, self.cols))
         # every filter's weights for every window cell stacked, a window row at a time:
         # bank[i] (cols*filters, 31) @ the features (31, R*C) gives the products of the
         # cells of row i with every position; a window's score adds its cells' products
@@ -476,11 +504,14 @@ class _Scan:
             return [none] * count
         vr, vc = nr - rows + 1, nc - cols + 1
         score = np.empty((count, vr, vc), np.float32)
-        # bands of window rows, so that the buffers below stay bounded on huge images
-        band = max(1, _SCAN_VALUES // (cols * count * nc) - rows + 1)
-        for y0 in range(0, vr, band):
-            y1 = min(vr, y0 + band)
-            self._rows_of_windows(f[y0:y1 + rows - 1], score[:, y0:y1])
+        if self.terms is None or not jit.call("hog", "separable_scores",
+                                              np.ascontiguousarray(np.moveaxis(f, 2, 0)),
+                                              *self.terms, score):
+            # bands of window rows, so that the buffers below stay bounded on huge images
+            band = max(1, _SCAN_VALUES // (cols * count * nc) - rows + 1)
+            for y0 in range(0, vr, band):
+                y1 = min(vr, y0 + band)
+                self._rows_of_windows(f[y0:y1 + rows - 1], score[:, y0:y1])
         out = []
         for k in range(count):
             y0, x0 = np.nonzero(score[k] >= self.cutoffs[k])
