@@ -248,8 +248,6 @@ class shape_predictor:
         from .parallel import parallel_for
 
         box = np.array([(r.left(), r.top(), r.right(), r.bottom()) for r in rects], np.float64)
-        m, b = _unnormalizing(box)
-        b += 0.5                                 # dlib's rounding half, added at once
         out = np.empty((len(rects), 2, self.num_parts()), np.int64)
         model = self._compiled_model()
         # a batch's boxes come image after image (owner is sorted)
@@ -263,7 +261,7 @@ class shape_predictor:
 
         def run(i):
             img, first, last = tasks[i]
-            return jit.call("landmarks", "cascade", img, m, b, first, last, *model, out)
+            return jit.call("landmarks", "cascade", img, box, _UNIT_PINV, first, last, *model, out)
 
         if not run(0):
             return None

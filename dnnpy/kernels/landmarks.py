@@ -20,12 +20,14 @@ def _grey(img, x, y):
 
 
 @njit(cache=True, nogil=True)
-def cascade(img, m, b, first, last, initial, weights, fixed, feat_off, dx, dy, anchor,
-            split_off, nsplit, idx1, idx2, limit, leaves, out):
+def cascade(img, boxes, unit_pinv, first, last, initial, weights, fixed, feat_off, dx, dy,
+            anchor, split_off, nsplit, idx1, idx2, limit, leaves, out):
     """Landmarks of boxes ``first..last-1`` into ``out`` (boxes, 2, parts; int64 x and y).
 
-    ``img``: (H, W, 1 or 3) uint8; ``m``, ``b``: each box's unnormalizing transform (b with
-    dlib's rounding half added); ``initial``: the mean shape (2P float32); ``weights``: the
+    ``img``: (H, W, 1 or 3) uint8; ``boxes``: (n, 4) float64 left, top, right, bottom, each
+    mapped from the unit square by dlib's unnormalizing transform (``unit_pinv``: see
+    ``_unnormalizing`` in dnnpy/landmarks.py, whose float64 steps are followed);
+    ``initial``: the mean shape (2P float32); ``weights``: the
     (2P, 4) float64 map from a shape to its similarity transform, or ``fixed`` (4 float32)
     when ``fixed[0]`` is not NaN; level ``l``'s feature pixels are ``feat_off[l]..`` of
     ``dx``, ``dy``, ``anchor``; its trees' splits ``split_off[l]..`` of ``idx1``, ``idx2``,
@@ -39,8 +41,15 @@ def cascade(img, m, b, first, last, initial, weights, fixed, feat_off, dx, dy, a
     leaf = np.empty(max([lv.shape[0] for lv in leaves]), np.int64)
     for box in range(first, last):
         shape[:] = initial
-        m00, m01, m10, m11 = m[box, 0, 0], m[box, 0, 1], m[box, 1, 0], m[box, 1, 1]
-        b0, b1 = b[box, 0], b[box, 1]
+        left, top, right, bottom = boxes[box, 0], boxes[box, 1], boxes[box, 2], boxes[box, 3]
+        # x and y of the box's corners tl, tr, br times pinv(P), in dlib's order; then
+        # dlib's rounding half added to the offsets at once
+        m00 = left * unit_pinv[0, 0] + right * unit_pinv[1, 0] + right * unit_pinv[2, 0]
+        m01 = left * unit_pinv[0, 1] + right * unit_pinv[1, 1] + right * unit_pinv[2, 1]
+        b0 = left * unit_pinv[0, 2] + right * unit_pinv[1, 2] + right * unit_pinv[2, 2] + 0.5
+        m10 = top * unit_pinv[0, 0] + top * unit_pinv[1, 0] + bottom * unit_pinv[2, 0]
+        m11 = top * unit_pinv[0, 1] + top * unit_pinv[1, 1] + bottom * unit_pinv[2, 1]
+        b1 = top * unit_pinv[0, 2] + top * unit_pinv[1, 2] + bottom * unit_pinv[2, 2] + 0.5
         for lev in range(nlev):
             if np.isnan(fixed[0]):
                 for j in range(4):
@@ -63,13 +72,32 @@ def cascade(img, m, b, first, last, initial, weights, fixed, feat_off, dx, dy, a
             s0 = split_off[lev]
             # every tree's leaf first, then the leaf rows added: the additions then wait on
             # no branch, so the reads of the rows (random in a large table) overlap
-            for t in range(lv.shape[0]):
-                node = 0
-                at = s0 + t * ns
-                while node < ns:        # left child 2i + 1 when the difference is greater
-                    left = f[idx1[at + node]] - f[idx2[at + node]] > limit[at + node]
-                    node = 2 * node + 2 - np.int64(left)
-                leaf[t] = node - ns
+            # (four trees walked in step: their walks are chains of dependent reads, and
+            # four chains at once keep the core busy; dlib's trees are complete, of
+            # 2**depth - 1 splits, so every walk takes depth steps)
+            depth = 0
+            while (1 << depth) - 1 < ns:
+                depth += 1
+            t = 0
+            while t < lv.shape[0]:
+                a0 = s0 + t * ns
+                a1 = a0 + ns if t + 1 < lv.shape[0] else a0
+                a2 = a0 + 2 * ns if t + 2 < lv.shape[0] else a0
+                a3 = a0 + 3 * ns if t + 3 < lv.shape[0] else a0
+                n0 = n1 = n2 = n3 = 0
+                for _ in range(depth):   # left child 2i + 1 when the difference is greater
+                    n0 = 2 * n0 + 2 - np.int64(f[idx1[a0 + n0]] - f[idx2[a0 + n0]] > limit[a0 + n0])
+                    n1 = 2 * n1 + 2 - np.int64(f[idx1[a1 + n1]] - f[idx2[a1 + n1]] > limit[a1 + n1])
+                    n2 = 2 * n2 + 2 - np.int64(f[idx1[a2 + n2]] - f[idx2[a2 + n2]] > limit[a2 + n2])
+                    n3 = 2 * n3 + 2 - np.int64(f[idx1[a3 + n3]] - f[idx2[a3 + n3]] > limit[a3 + n3])
+                leaf[t] = n0 - ns
+                if t + 1 < lv.shape[0]:
+                    leaf[t + 1] = n1 - ns
+                if t + 2 < lv.shape[0]:
+                    leaf[t + 2] = n2 - ns
+                if t + 3 < lv.shape[0]:
+                    leaf[t + 3] = n3 - ns
+                t += 4
             for t in range(lv.shape[0]):
                 row = lv[t, leaf[t]]
                 for k in range(width):
