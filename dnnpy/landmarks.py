@@ -279,15 +279,19 @@ class shape_predictor:
             feat_off = np.cumsum([0] + [len(lv.anchor) for lv in lvs]).astype(np.int64)
             nsplit = np.array([lv.nsplit for lv in lvs], np.int64)
             split_off = np.cumsum([0] + [lv.ntrees * lv.nsplit for lv in lvs]).astype(np.int64)
-            # each tree's splits without the table's padding
-            splits = [np.concatenate([getattr(lv, name).reshape(lv.ntrees, lv.width)[:, :lv.nsplit]
-                                      .ravel() for lv in lvs]).astype(dtype)
-                      for name, dtype in (("idx1", np.int64), ("idx2", np.int64), ("limit", np.int32))]
+            # each tree's splits without the table's padding, one row (idx1, idx2, limit)
+            # each: int16 where the feature indices fit (a tree's 15 splits then fill 90
+            # bytes, where the walk reads them)
+            splits = np.stack([np.concatenate([
+                getattr(lv, name).reshape(lv.ntrees, lv.width)[:, :lv.nsplit].ravel() for lv in lvs])
+                for name in ("idx1", "idx2", "limit")], axis=1)
+            fits = max(len(lv.anchor) for lv in lvs) <= np.iinfo(np.int16).max
+            splits = splits.astype(np.int16 if fits else np.int32)
             self._kernel_model = (
                 self.initial_shape, weights, fixed, feat_off,
                 np.concatenate([lv.dx for lv in lvs]), np.concatenate([lv.dy for lv in lvs]),
                 np.concatenate([lv.anchor for lv in lvs]).astype(np.int64),
-                split_off, nsplit, *splits, tuple(lv.leaves for lv in lvs))
+                split_off, nsplit, splits, tuple(lv.leaves for lv in lvs))
         return self._kernel_model
 
     # -- files ------------------------------------------------------------------------------

@@ -19,9 +19,15 @@ def _grey(img, x, y):
     return np.int32(img[y, x, 0])
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _left(f, splits, at):
+    """1 when split ``at`` sends the walk left, else 0."""
+    return np.int64(f[splits[at, 0]] - f[splits[at, 1]] > splits[at, 2])
+
+
 @njit(cache=True, nogil=True)
 def cascade(img, boxes, unit_pinv, first, last, initial, weights, fixed, feat_off, dx, dy,
-            anchor, split_off, nsplit, idx1, idx2, limit, leaves, out):
+            anchor, split_off, nsplit, splits, leaves, out):
     """Landmarks of boxes ``first..last-1`` into ``out`` (boxes, 2, parts; int64 x and y).
 
     ``img``: (H, W, 1 or 3) uint8; ``boxes``: (n, 4) float64 left, top, right, bottom, each
@@ -30,9 +36,10 @@ def cascade(img, boxes, unit_pinv, first, last, initial, weights, fixed, feat_of
     ``initial``: the mean shape (2P float32); ``weights``: the
     (2P, 4) float64 map from a shape to its similarity transform, or ``fixed`` (4 float32)
     when ``fixed[0]`` is not NaN; level ``l``'s feature pixels are ``feat_off[l]..`` of
-    ``dx``, ``dy``, ``anchor``; its trees' splits ``split_off[l]..`` of ``idx1``, ``idx2``,
-    ``limit`` (``nsplit[l]`` per tree; left when the grey difference is greater than the
-    limit); ``leaves[l]``: (trees, leaves, 2P) float32."""
+    ``dx``, ``dy``, ``anchor``; its trees' splits are the rows ``split_off[l]..`` of ``splits``
+    (idx1, idx2, limit; ``nsplit[l]`` per tree; left when the grey difference of the
+    feature pixels idx1 and idx2 is greater than the limit); ``leaves[l]``: (trees, leaves,
+    2P) float32."""
     nlev = len(nsplit)
     width = len(initial)
     shape = np.empty(width, np.float32)
@@ -86,10 +93,10 @@ def cascade(img, boxes, unit_pinv, first, last, initial, weights, fixed, feat_of
                 a3 = a0 + 3 * ns if t + 3 < lv.shape[0] else a0
                 n0 = n1 = n2 = n3 = 0
                 for _ in range(depth):   # left child 2i + 1 when the difference is greater
-                    n0 = 2 * n0 + 2 - np.int64(f[idx1[a0 + n0]] - f[idx2[a0 + n0]] > limit[a0 + n0])
-                    n1 = 2 * n1 + 2 - np.int64(f[idx1[a1 + n1]] - f[idx2[a1 + n1]] > limit[a1 + n1])
-                    n2 = 2 * n2 + 2 - np.int64(f[idx1[a2 + n2]] - f[idx2[a2 + n2]] > limit[a2 + n2])
-                    n3 = 2 * n3 + 2 - np.int64(f[idx1[a3 + n3]] - f[idx2[a3 + n3]] > limit[a3 + n3])
+                    n0 = 2 * n0 + 2 - _left(f, splits, a0 + n0)
+                    n1 = 2 * n1 + 2 - _left(f, splits, a1 + n1)
+                    n2 = 2 * n2 + 2 - _left(f, splits, a2 + n2)
+                    n3 = 2 * n3 + 2 - _left(f, splits, a3 + n3)
                 leaf[t] = n0 - ns
                 if t + 1 < lv.shape[0]:
                     leaf[t + 1] = n1 - ns
