@@ -76,7 +76,7 @@ def test_numpy_reduces_an_outer_axis_row_after_row():
     assert np.array_equal(np.add.reduce(x, axis=0), seq)
 
 
-def test_packed_codec_equals_dlibs_encoding():
+def test_packed_codec_equals_dlibs_encoding(kernels):
     rng = np.random.default_rng(2)
     values = np.concatenate([[0, 1, -1, 255, 256, -(2 ** 62), 2 ** 63 - 1],
                              rng.integers(-2 ** 40, 2 ** 40, 50_000)]).astype(np.int64)
@@ -164,7 +164,7 @@ def test_synthetic_predictor_equals_dlib(tmp_path, kernels):
                 assert shape.parts == [(float(p.x), float(p.y)) for p in want.parts()]
 
 
-def test_bad_files_and_images_say_what_is_wrong(tmp_path):
+def test_bad_files_and_images_say_what_is_wrong(tmp_path, kernels):
     data = _synthetic()
     p = tmp_path / "cut.dat"
     for cut in (3, len(data) // 2, len(data) - 1):
@@ -245,7 +245,60 @@ def test_dlibs_face_models_equal_dlib_on_dlibs_photos(name, kernels):
             assert ours.to_bytes() == f.read()
 
 
-def test_mutated_files_end_in_a_serialization_error_or_a_predictor():
+def test_a_stream_ending_in_a_long_integer_reads(kernels):
+    """The last 512-byte segment of the numpy decoder's walk lies inside the last integer,
+    whose magnitude bytes there read as control bytes (0x05, 0x01): it holds no start (a
+    valid 1026-byte stream was once refused as "do not line up")."""
+    values = np.array([257] + [112] * 509 + [0x01050000], np.int64)     # (0x70: no control byte)
+    data = np.frombuffer(packed.encode_ints(values), np.uint8)
+    assert len(data) == 1026 and data[1024] == 0x05 and data[1025] == 0x01
+    stream = packed.decode_stream(data, "t")
+    assert np.array_equal(stream.values, values) and stream.start(510) == 1021
+
+
+def test_compiled_decoder_equals_numpys():
+    """The compiled packed-integer decoder (dnnpy/kernels/packed.py) against the numpy one:
+    the same values and byte offsets on valid streams of every integer size, int64 and
+    int32; on damaged streams both refuse (SerializationError), or both read the same
+    values; ``partial`` streams give the same values up to where they stop."""
+    from dnnpy.tensor_tools.cpu import jit
+
+    if not jit.available():
+        pytest.skip(f"compiled kernels not used: {jit.info()['reason']}")
+    rng = np.random.default_rng(9)
+    for trial in range(40):
+        scale = 2.0 ** rng.integers(1, 62)
+        values = (rng.standard_normal(int(rng.integers(1, 3000))) * scale).astype(np.int64)
+        data = np.frombuffer(packed.encode_ints(values), np.uint8).copy()
+        dtype = np.int32 if trial % 3 == 0 else np.int64
+
+        def both(d, **kw):
+            out = []
+            for force in (False, True):
+                try:
+                    if force:
+                        with jit.force_numpy():
+                            s = packed.decode_stream(d, "t", dtype=dtype, **kw)
+                    else:
+                        s = packed.decode_stream(d, "t", dtype=dtype, **kw)
+                    out.append((s.values.tolist(), s.starts().tolist()))
+                except SerializationError as e:
+                    out.append(type(e))
+            return out
+
+        a, b = both(data)
+        assert a == b
+        damaged = data.copy()
+        damaged[rng.integers(len(damaged), size=3)] = rng.integers(0, 256, 3)
+        a, b = both(damaged)
+        assert a == b or (a is SerializationError and b is SerializationError)
+        cut = int(rng.integers(len(data)))
+        tail = np.concatenate([data[:cut], np.full(20, 0x70, np.uint8)])
+        a, b = both(tail, partial=True)
+        assert a == b
+
+
+def test_mutated_files_end_in_a_serialization_error_or_a_predictor(kernels):
     """Flipped, inserted and deleted bytes and truncations of a predictor file: each either
     reads (and runs) or raises SerializationError, quickly; nothing else escapes."""
     import time

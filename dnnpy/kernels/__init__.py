@@ -4,6 +4,8 @@ results. Imported only through ``dnnpy.tensor_tools.cpu.jit`` (never at ``import
 which decides whether they run and falls back to numpy when they cannot.
 
 - ``fhog.py``: fHOG's orientation histograms and features (``dnnpy/image/fhog.py``)
+- ``hog.py``: a HOG detector's window scores by separable filters (``dnnpy/object_detector.py``)
 - ``landmarks.py``: the shape predictor's cascade, box by box (``dnnpy/landmarks.py``)
+- ``packed.py``: dlib's packed integers, decoded in one pass (``dnnpy/serialization/packed.py``)
 - ``resize.py``: dlib's bilinear resize of uint8 images (``dnnpy/image/resize.py``)
 """

@@ -31,6 +31,7 @@ import numpy as np
 
 from ..errors import SerializationError
 from ..parallel import parallel_for
+from ..tensor_tools.cpu import jit
 from ..tensor_tools.transient import transient_empty
 
 __all__ = ["decode_stream", "PackedStream", "encode_ints", "to_floats", "from_floats"]
@@ -105,6 +106,9 @@ def decode_stream(b: np.ndarray, what: str, offset: int = 0, partial: bool = Fal
     dtype = np.dtype(dtype)
     if n == 0:
         return PackedStream(np.zeros(0, dtype), None, [], 0)
+    compiled = _decode_compiled(b, what, offset, partial, dtype)
+    if compiled is not None:
+        return compiled
     # (the large temporaries in plain pages: tensor_tools/transient.py says why)
     step = transient_empty(n + 16, np.uint8)  # an integer's length, read from its control byte
     _map_chunks(lambda lo: _lengths(b[lo:lo + _CHUNK], step[lo:min(n, lo + _CHUNK)]), range(0, n, _CHUNK))
@@ -242,6 +246,47 @@ def decode_stream(b: np.ndarray, what: str, offset: int = 0, partial: bool = Fal
     return stream
 
 
+# integers between two offsets the compiled decoder keeps (for PackedStream.start)
+_CHECKPOINT = 1024
+
+
+def _decode_compiled(b, what, offset, partial, dtype):
+    """``decode_stream`` by the compiled decoder (``dnnpy/kernels/packed.py``): one pass,
+    integer after integer, keeping the offset of every ``_CHECKPOINT``-th; None when the
+    kernels do not run."""
+    n = len(b)
+    # (an integer takes 2 bytes or more; the pages of the values past the count are never
+    # touched, so never allocated: transient_empty maps them without numpy's huge pages)
+    values = transient_empty(n // 2 + 1, dtype)
+    checkpoints = np.empty(n // (2 * _CHECKPOINT) + 2, np.int64)
+    result = np.zeros(4, np.int64)
+    limit = np.uint64(1 << (8 * dtype.itemsize - 1))
+    if not jit.call("packed", "decode", b, limit, values, _CHECKPOINT, checkpoints, result):
+        return None
+    count, end, why, at = (int(v) for v in result)
+    from ..kernels import packed as kernel           # (loaded: the call above ran it)
+
+    def group_starts(g):
+        size = min(_CHECKPOINT, count - g * _CHECKPOINT)
+        out = np.empty(size, np.int64)
+        kernel.starts_from(b, checkpoints[g], size, out)
+        return out
+
+    groups = -(-count // _CHECKPOINT)
+    counts = [_CHECKPOINT] * (groups - 1) + [count - (groups - 1) * _CHECKPOINT] if groups else []
+    stream = PackedStream(values[:count], group_starts, counts, n)
+    if partial or why == kernel.OK:
+        return stream
+    if why == kernel.CONTROL:
+        raise SerializationError(f"{what}: expected a packed integer at byte offset "
+                                 f"{offset + at}, found the byte 0x{b[at]:02x}")
+    if why == kernel.WIDE:
+        raise SerializationError(f"{what}: the packed integer at byte offset {offset + at} "
+                                 f"does not fit in {8 * dtype.itemsize} bits")
+    raise SerializationError(f"{what}: the data ends inside a packed integer at byte offset "
+                             f"{offset + at} (truncated?)")
+
+
 def _walk(step, sync, steps):
     """Every segment's chain walked from its meeting point in ``sync``, in lockstep, two
     numpy calls a step (``step``: each byte's length as a control byte, 0 from the data's
@@ -293,9 +338,13 @@ def _sync_points(b, step, n, segment):
     firsts = np.arange(segment, n, segment, dtype=np.int64)
     if len(firsts) == 0:
         return np.array([0, n], np.int64)
-    cand = firsts[:, None] + np.arange(9, dtype=np.int64)[None, :]
-    live = cand < n
-    live[live] = _control_ok(b[cand[live]])
+    # a segment's first nine bytes hold an integer start, or the data's end: the candidates
+    # past the end are the end, a valid stop (a segment in the last integer holds no start,
+    # and a magnitude byte there that reads as a control byte must not pass for one)
+    cand = np.minimum(firsts[:, None] + np.arange(9, dtype=np.int64)[None, :], n)
+    live = np.ones(cand.shape, bool)
+    inside = cand < n
+    live[inside] = _control_ok(b[cand[inside]])
     pos = np.where(live, cand, -1)
     for _ in range(_SYNC_STEPS):
         top = pos.max(axis=1, keepdims=True)
