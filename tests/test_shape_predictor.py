@@ -256,6 +256,24 @@ def test_a_stream_ending_in_a_long_integer_reads(kernels):
     assert np.array_equal(stream.values, values) and stream.start(510) == 1021
 
 
+def test_runs_of_small_integers_read(kernels):
+    """Integers 1 to 8 encode as ``01 0k``, whose bytes are all control bytes: a run of them
+    holds two chains of starts that never meet, which the numpy decoder's segments resolve
+    by walking the run integer by integer."""
+    rng = np.random.default_rng(11)
+    values = np.concatenate([rng.integers(-10**6, 10**6, 3000), np.full(20000, 3),
+                             rng.integers(-10**6, 10**6, 3000), np.tile([1, 8, 2], 3000), [5]])
+    data = np.frombuffer(packed.encode_ints(values), np.uint8)
+    stream = packed.decode_stream(data, "t")
+    assert np.array_equal(stream.values, values)
+    lengths = np.array([len(packed.encode_ints(v[None])) for v in values])
+    assert np.array_equal(stream.starts(), np.concatenate([[0], np.cumsum(lengths)[:-1]]))
+    with pytest.raises(SerializationError, match=r"byte offset 4\d+, found the byte 0x70"):
+        damaged = data.copy()
+        damaged[len(data) // 2] = 0x70
+        packed.decode_stream(damaged, "t")
+
+
 def test_compiled_decoder_equals_numpys():
     """The compiled packed-integer decoder (dnnpy/kernels/packed.py) against the numpy one:
     the same values and byte offsets on valid streams of every integer size, int64 and

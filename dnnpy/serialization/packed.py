@@ -50,6 +50,7 @@ _MAX_STEP_SEGMENTS = 4     # most lockstep steps, in segments (partial data: a s
                            # most segment / 2 integers, and up to 3 segments whose chains did not
                            # meet may follow it)
 _CHUNK = 1 << 20       # bytes per chunk of the decoding (its temporaries stay in cache)
+_BRIDGE_BYTES = 1 << 23    # most bytes walked one integer at a time (_bridge): about 1 s
 _INF_EXP, _NINF_EXP, _NAN_EXP = 32000, 32001, 32002
 
 
@@ -115,14 +116,9 @@ def decode_stream(b: np.ndarray, what: str, offset: int = 0, partial: bool = Fal
     step[n:] = 0                              # a chain that reaches the end stays there
     segment = int(np.clip(n // _LANES, _MIN_SEGMENT, _SEGMENT))
     sync = _sync_points(b, step, n, segment)
+    if not partial:
+        sync = _bridge(b, sync, segment, what, offset)
     gaps = np.diff(sync)
-    unmet = gaps > segment + segment // 2
-    if not partial and unmet.any():
-        # a segment whose candidate chains did not meet: not packed integers there (checked
-        # before the walk, which would otherwise walk every segment as far as the longest)
-        at = int(sync[np.argmax(unmet)]) + segment
-        raise SerializationError(f"{what}: no packed integers line up near byte offset "
-                                 f"{offset + at}: not dlib's encoding there")
     blocks, stuck = _walk(step, sync, min(_MAX_STEP_SEGMENTS * segment // 2, int(gaps.max()) // 2 + 2))
     step = None              # freed: the decoding reads the control bytes themselves
     if stuck is not None and not partial:
@@ -285,6 +281,45 @@ def _decode_compiled(b, what, offset, partial, dtype):
                                  f"does not fit in {8 * dtype.itemsize} bits")
     raise SerializationError(f"{what}: the data ends inside a packed integer at byte offset "
                              f"{offset + at} (truncated?)")
+
+
+def _bridge(b, sync, segment, what, offset):
+    """``sync`` with a start in every segment whose candidate chains did not meet, found by
+    walking the integers one by one from the start before it (Python: about 0.1 us a
+    byte): valid data can be ambiguous for the candidate chains (a run of integers 1 to 8,
+    ``01 03 01 03 ...``, holds two chains that never meet). At most ``_BRIDGE_BYTES`` are
+    walked so (checked first: a hostile file is refused at once); data that is not packed
+    integers there is refused, naming the byte offset."""
+    unmet = np.flatnonzero(np.diff(sync) > segment + segment // 2)
+    if len(unmet) == 0:
+        return sync
+    total = int((sync[unmet + 1] - sync[unmet]).sum())
+    if total > _BRIDGE_BYTES:
+        at = int(sync[unmet[0]]) + segment
+        raise SerializationError(
+            f"{what}: no packed integers line up near byte offset {offset + at}: not dlib's "
+            f"encoding there, or {total} bytes of integers whose boundaries the numpy decoder "
+            f"cannot find (more than {_BRIDGE_BYTES}; the compiled decoder reads them: "
+            f"pip install 'dnnpy[jit]')")
+    points = [sync]
+    for j in unmet.tolist():
+        lo, hi = int(sync[j]), int(sync[j + 1])
+        data = b[lo:hi].tobytes()
+        at, found, next_segment = 0, [], (lo // segment + 1) * segment - lo
+        while at < hi - lo:
+            c = data[at]
+            if c & 0x70 or not 1 <= c & 0x0F <= 8:
+                raise SerializationError(f"{what}: expected a packed integer at byte offset "
+                                         f"{offset + lo + at}, found the byte 0x{c:02x}")
+            at += 1 + (c & 0x0F)
+            if next_segment <= at < hi - lo:          # the first start in a new segment
+                found.append(lo + at)
+                next_segment = ((lo + at) // segment + 1) * segment - lo
+        if at != hi - lo:
+            raise SerializationError(f"{what}: the packed integers do not line up at byte "
+                                     f"offset {offset + lo + at - (1 + (c & 0x0F))}")
+        points.append(np.array(found, np.int64))
+    return np.unique(np.concatenate(points))
 
 
 def _walk(step, sync, steps):
