@@ -291,8 +291,23 @@ class shape_predictor:
                 self.initial_shape, weights, fixed, feat_off,
                 np.concatenate([lv.dx for lv in lvs]), np.concatenate([lv.dy for lv in lvs]),
                 np.concatenate([lv.anchor for lv in lvs]).astype(np.int64),
-                split_off, nsplit, splits, tuple(lv.leaves for lv in lvs))
+                split_off, nsplit, splits, np.array([lv.ntrees for lv in lvs], np.int64),
+                np.cumsum([0] + [lv.leaf_rows.shape[0] for lv in lvs[:-1]]).astype(np.int64),
+                self._joined_leaves())
         return self._kernel_model
+
+    def _joined_leaves(self):
+        """Every level's leaves in one (rows, 2P) array, the levels' ``leaves`` becoming
+        views of it (a copy of the leaves, once; their memory is not doubled)."""
+        lvs = self.levels
+        joined = np.concatenate([lv.leaf_rows for lv in lvs])
+        at = 0
+        for lv in lvs:
+            rows = lv.leaf_rows.shape[0]
+            lv.leaf_rows = joined[at:at + rows]
+            lv.leaves = lv.leaf_rows.reshape(lv.leaves.shape)
+            at += rows
+        return joined
 
     # -- files ------------------------------------------------------------------------------
     def save(self, path):

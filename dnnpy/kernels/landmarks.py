@@ -19,15 +19,83 @@ def _grey(img, x, y):
     return np.int32(img[y, x, 0])
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _left(f, splits, at):
     """1 when split ``at`` sends the walk left, else 0."""
     return np.int64(f[splits[at, 0]] - f[splits[at, 1]] > splits[at, 2])
 
 
 @njit(cache=True, nogil=True)
+def _similarity(shape, weights, sim):
+    """The 2x2 similarity transform from the mean shape to ``shape`` (``weights``: see
+    ``_mean_shape_weights``), summed in float64 and rounded to float32."""
+    for j in range(4):
+        acc = 0.0
+        for k in range(len(shape)):
+            acc += np.float64(shape[k]) * weights[k, j]
+        sim[j] = np.float32(acc)
+
+
+@njit(cache=True, nogil=True)
+def _feature_values(img, shape, sim, m00, m01, b0, m10, m11, b1, begin, end, dx, dy, anchor,
+                    f):
+    """The grey levels of the feature pixels ``begin..end-1`` into ``f``: each offset moved
+    by the similarity transform, added to its anchor landmark, mapped into the image (in
+    float64) and rounded."""
+    for j in range(end - begin):
+        a = anchor[begin + j]
+        px = sim[0] * dx[begin + j] + sim[1] * dy[begin + j] + shape[2 * a]
+        py = sim[2] * dx[begin + j] + sim[3] * dy[begin + j] + shape[2 * a + 1]
+        x = np.int64(np.floor(m00 * px + m01 * py + b0))
+        y = np.int64(np.floor(m10 * px + m11 * py + b1))
+        f[j] = _grey(img, x, y)
+
+
+@njit(cache=True, nogil=True)
+def _leaves_reached(f, splits, s0, ns, trees, leaf):
+    """The leaf each of the ``trees`` trees (splits from row ``s0``, ``ns`` a tree) reaches
+    for the feature values ``f``, into ``leaf``. Four trees are walked in step: a walk is a
+    chain of dependent reads, and four chains at once keep the core busy; dlib's trees are
+    complete, of 2**depth - 1 splits, so every walk takes depth steps."""
+    depth = 0
+    while (1 << depth) - 1 < ns:
+        depth += 1
+    t = 0
+    while t < trees:
+        a0 = s0 + t * ns
+        a1 = a0 + ns if t + 1 < trees else a0
+        a2 = a0 + 2 * ns if t + 2 < trees else a0
+        a3 = a0 + 3 * ns if t + 3 < trees else a0
+        n0 = n1 = n2 = n3 = 0
+        for _ in range(depth):   # left child 2i + 1 when the difference is greater
+            n0 = 2 * n0 + 2 - _left(f, splits, a0 + n0)
+            n1 = 2 * n1 + 2 - _left(f, splits, a1 + n1)
+            n2 = 2 * n2 + 2 - _left(f, splits, a2 + n2)
+            n3 = 2 * n3 + 2 - _left(f, splits, a3 + n3)
+        leaf[t] = n0 - ns
+        if t + 1 < trees:
+            leaf[t + 1] = n1 - ns
+        if t + 2 < trees:
+            leaf[t + 2] = n2 - ns
+        if t + 3 < trees:
+            leaf[t + 3] = n3 - ns
+        t += 4
+
+
+@njit(cache=True, nogil=True)
+def _add_leaves(shape, leaves, start, per_tree, trees, leaf):
+    """``shape += `` the leaf rows reached (tree ``t``'s: row ``start + t * per_tree +
+    leaf[t]`` of ``leaves``), tree after tree, in float32. (After all walks: the additions
+    wait on no branch, so the reads of the rows, random in a large table, overlap.)"""
+    for t in range(trees):
+        row = leaves[start + t * per_tree + leaf[t]]
+        for k in range(len(shape)):
+            shape[k] += row[k]
+
+
+@njit(cache=True, nogil=True)
 def cascade(img, boxes, unit_pinv, first, last, initial, weights, fixed, feat_off, dx, dy,
-            anchor, split_off, nsplit, splits, leaves, out):
+            anchor, split_off, nsplit, splits, ntrees, leaf_off, leaves, out):
     """Landmarks of boxes ``first..last-1`` into ``out`` (boxes, 2, parts; int64 x and y).
 
     ``img``: (H, W, 1 or 3) uint8; ``boxes``: (n, 4) float64 left, top, right, bottom, each
@@ -38,14 +106,16 @@ def cascade(img, boxes, unit_pinv, first, last, initial, weights, fixed, feat_of
     when ``fixed[0]`` is not NaN; level ``l``'s feature pixels are ``feat_off[l]..`` of
     ``dx``, ``dy``, ``anchor``; its trees' splits are the rows ``split_off[l]..`` of ``splits``
     (idx1, idx2, limit; ``nsplit[l]`` per tree; left when the grey difference of the
-    feature pixels idx1 and idx2 is greater than the limit); ``leaves[l]``: (trees, leaves,
-    2P) float32."""
+    feature pixels idx1 and idx2 is greater than the limit); its ``ntrees[l]`` trees'
+    leaves are the rows ``leaf_off[l]..`` of ``leaves`` (rows, 2P float32), ``nsplit[l] +
+    1`` a tree. (One array for all levels: a tuple of the levels' arrays took seconds more
+    to compile.)"""
     nlev = len(nsplit)
     width = len(initial)
     shape = np.empty(width, np.float32)
     sim = np.empty(4, np.float32)
     f = np.empty(int((feat_off[1:] - feat_off[:-1]).max()), np.int32)
-    leaf = np.empty(max([lv.shape[0] for lv in leaves]), np.int64)
+    leaf = np.empty(ntrees.max(), np.int64)
     for box in range(first, last):
         shape[:] = initial
         left, top, right, bottom = boxes[box, 0], boxes[box, 1], boxes[box, 2], boxes[box, 3]
@@ -59,56 +129,13 @@ def cascade(img, boxes, unit_pinv, first, last, initial, weights, fixed, feat_of
         b1 = top * unit_pinv[0, 2] + top * unit_pinv[1, 2] + bottom * unit_pinv[2, 2] + 0.5
         for lev in range(nlev):
             if np.isnan(fixed[0]):
-                for j in range(4):
-                    acc = 0.0
-                    for k in range(width):
-                        acc += np.float64(shape[k]) * weights[k, j]
-                    sim[j] = np.float32(acc)
+                _similarity(shape, weights, sim)
             else:
                 sim[:] = fixed
-            f0 = feat_off[lev]
-            for j in range(feat_off[lev + 1] - f0):
-                a = anchor[f0 + j]
-                px = sim[0] * dx[f0 + j] + sim[1] * dy[f0 + j] + shape[2 * a]
-                py = sim[2] * dx[f0 + j] + sim[3] * dy[f0 + j] + shape[2 * a + 1]
-                x = np.int64(np.floor(m00 * px + m01 * py + b0))
-                y = np.int64(np.floor(m10 * px + m11 * py + b1))
-                f[j] = _grey(img, x, y)
-            lv = leaves[lev]
-            ns = nsplit[lev]
-            s0 = split_off[lev]
-            # every tree's leaf first, then the leaf rows added: the additions then wait on
-            # no branch, so the reads of the rows (random in a large table) overlap
-            # (four trees walked in step: their walks are chains of dependent reads, and
-            # four chains at once keep the core busy; dlib's trees are complete, of
-            # 2**depth - 1 splits, so every walk takes depth steps)
-            depth = 0
-            while (1 << depth) - 1 < ns:
-                depth += 1
-            t = 0
-            while t < lv.shape[0]:
-                a0 = s0 + t * ns
-                a1 = a0 + ns if t + 1 < lv.shape[0] else a0
-                a2 = a0 + 2 * ns if t + 2 < lv.shape[0] else a0
-                a3 = a0 + 3 * ns if t + 3 < lv.shape[0] else a0
-                n0 = n1 = n2 = n3 = 0
-                for _ in range(depth):   # left child 2i + 1 when the difference is greater
-                    n0 = 2 * n0 + 2 - _left(f, splits, a0 + n0)
-                    n1 = 2 * n1 + 2 - _left(f, splits, a1 + n1)
-                    n2 = 2 * n2 + 2 - _left(f, splits, a2 + n2)
-                    n3 = 2 * n3 + 2 - _left(f, splits, a3 + n3)
-                leaf[t] = n0 - ns
-                if t + 1 < lv.shape[0]:
-                    leaf[t + 1] = n1 - ns
-                if t + 2 < lv.shape[0]:
-                    leaf[t + 2] = n2 - ns
-                if t + 3 < lv.shape[0]:
-                    leaf[t + 3] = n3 - ns
-                t += 4
-            for t in range(lv.shape[0]):
-                row = lv[t, leaf[t]]
-                for k in range(width):
-                    shape[k] += row[k]
+            _feature_values(img, shape, sim, m00, m01, b0, m10, m11, b1, feat_off[lev],
+                            feat_off[lev + 1], dx, dy, anchor, f)
+            _leaves_reached(f, splits, split_off[lev], nsplit[lev], ntrees[lev], leaf)
+            _add_leaves(shape, leaves, leaf_off[lev], nsplit[lev] + 1, ntrees[lev], leaf)
         for k in range(width // 2):
             px, py = shape[2 * k], shape[2 * k + 1]
             out[box, 0, k] = np.int64(np.floor(m00 * px + m01 * py + b0))
