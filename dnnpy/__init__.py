@@ -29,6 +29,7 @@ Modules:
 - ``faces.py``: dlib's Python face functions (``jitter_image``, ``save_face_chip(s)``)
 - ``geometry.py``: dlib's rectangles (``rectangle``, ``drectangle``, ``mmod_rect``) and
   ``test_box_overlap``
+- ``jit.py``: whether the compiled kernels (``kernels/``, the ``jit`` extra) run; ``force_numpy``
 - ``landmarks.py``: dlib's ``shape_predictor``: landmarks of a face (or object) in a box
 - ``linear_classifier.py``: old path of ``data/linear_classifier.py`` (works, warns)
 - ``models.py``: dlib's released networks, declared as dlib's Python tools declare them
@@ -53,6 +54,7 @@ Modules:
 - ``examples/``: runnable examples, ``python -m dnnpy.examples.NAME``
 - ``image/``: image tools: files, drawing, transforms, chips, HOG features, pyramids, crops
 - ``inputs/``: input layers: a batch of Python/numpy objects into a net's input tensor
+- ``kernels/``: compiled (Numba) twins of the image code's slow loops, loaded by ``jit.py``
 - ``layers/``: computational layers, one module per family
 - ``loss/``: loss layers, one module per family
 - ``onnx/``: ONNX export and import

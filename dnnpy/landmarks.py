@@ -36,9 +36,10 @@ from .errors import SerializationError
 from .geometry import as_rectangle, full_object_detection
 from .image.checks import uint8_grey_or_rgb
 from .image.matrix_la import pinv
+from .parallel import parallel_for
 from .serialization.files import read_source, refuse_other_files
 from .serialization.packed import decode_stream, encode_ints, from_floats, to_floats
-from .tensor_tools.cpu import jit
+from . import jit
 
 __all__ = ["shape_predictor"]
 
@@ -245,8 +246,6 @@ class shape_predictor:
     def _run_compiled(self, images, owner, rects, boxes_per_task=8):
         """``_run`` by the compiled cascade (``dnnpy/kernels/landmarks.py``), box by box, the
         boxes of a batch on dnnpy's threads; None when the kernels do not run."""
-        from .parallel import parallel_for
-
         box = np.array([(r.left(), r.top(), r.right(), r.bottom()) for r in rects], np.float64)
         out = np.empty((len(rects), 2, self.num_parts()), np.int64)
         model = self._compiled_model()

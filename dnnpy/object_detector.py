@@ -47,7 +47,8 @@ from .image.pyramid import pyramid_down
 from .parallel import parallel_for
 from .serialization.files import read_source, refuse_other_files
 from .serialization.primitives import Reader, Writer
-from .tensor_tools.cpu import jit, onednn
+from . import jit
+from .tensor_tools.cpu import onednn
 from .tensor_tools.cpu._common import scratch
 
 __all__ = ["fhog_object_detector", "simple_object_detector", "get_frontal_face_detector"]

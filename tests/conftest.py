@@ -69,7 +69,7 @@ def _skip_cuda_without_a_device(items):
 def kernels(request):
     """Runs a test twice: with dnnpy's compiled kernels (``dnnpy/kernels``, skipped without
     Numba) and with numpy only (``jit.force_numpy``): the two twins of the image code."""
-    from dnnpy.tensor_tools.cpu import jit
+    from dnnpy import jit
 
     if request.param == "numpy":
         with jit.force_numpy():

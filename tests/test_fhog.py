@@ -80,7 +80,7 @@ def test_compiled_fhog_equals_numpys():
     without a tail after dlib's 8-pixel SIMD blocks, cell sizes 3 to 8. The two sum the
     same float64 votes in different orders: 1e-6 absolute on float32 features, as above
     (measured: 0 on these)."""
-    from dnnpy.tensor_tools.cpu import jit
+    from dnnpy import jit
 
     if not jit.available():
         pytest.skip(f"compiled kernels not used: {jit.info()['reason']}")

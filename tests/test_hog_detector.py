@@ -192,7 +192,7 @@ def test_compiled_separable_scan_equals_the_matrix_products(frontal):
     boxes, scores within 1e-4 (float32 sums of 3100 products in other orders; scores are
     of order 1; measured about 2e-6)."""
     from dnnpy.object_detector import _Scan
-    from dnnpy.tensor_tools.cpu import jit
+    from dnnpy import jit
 
     if not jit.available():
         pytest.skip(f"compiled kernels not used: {jit.info()['reason']}")

@@ -257,7 +257,7 @@ def test_compiled_resize_equals_numpys():
     """The compiled bilinear loop (dnnpy/kernels/resize.py) against the numpy one, for the
     uint8 images it takes (grey and RGB, strided views), up and down, wide and narrow
     bands: the same bits (both are dlib's float32 steps in dlib's order)."""
-    from dnnpy.tensor_tools.cpu import jit
+    from dnnpy import jit
 
     if not jit.available():
         pytest.skip(f"compiled kernels not used: {jit.info()['reason']}")

@@ -1,4 +1,4 @@
-"""dnnpy.tensor_tools.cpu.jit: when the compiled kernels run, how they are reported, and the
+"""dnnpy.jit: when the compiled kernels run, how they are reported, and the
 fall back to numpy when one cannot compile. (What each kernel computes is tested beside its
 numpy twin: tests/test_shape_predictor.py.)"""
 
@@ -11,7 +11,7 @@ import sys
 import pytest
 
 import dnnpy
-from dnnpy.tensor_tools.cpu import jit
+from dnnpy import jit
 
 
 def test_backend_info_reports_the_kernels():
@@ -22,7 +22,7 @@ def test_backend_info_reports_the_kernels():
 
 
 def test_environment_turns_them_off():
-    code = ("import dnnpy; from dnnpy.tensor_tools.cpu import jit; i = jit.info(); "
+    code = ("import dnnpy; from dnnpy import jit; i = jit.info(); "
             "print(i['used'], i['reason'], jit.kernels('landmarks'))")
     env = dict(os.environ, DNNPY_DISABLE_JIT="1")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,

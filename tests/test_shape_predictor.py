@@ -195,7 +195,7 @@ def test_compiled_cascade_equals_numpys(tmp_path):
     """The compiled cascade (dnnpy/kernels/landmarks.py) and the numpy one give the same
     landmarks: every image layout (grey, RGB, strided, flipped), boxes in, across and outside
     the image, a batch over several images split across threads, trees deep and shallow."""
-    from dnnpy.tensor_tools.cpu import jit
+    from dnnpy import jit
 
     if not jit.available():
         pytest.skip(f"compiled kernels not used: {jit.info()['reason']}")
@@ -279,7 +279,7 @@ def test_compiled_decoder_equals_numpys():
     the same values and byte offsets on valid streams of every integer size, int64 and
     int32; on damaged streams both refuse (SerializationError), or both read the same
     values; ``partial`` streams give the same values up to where they stop."""
-    from dnnpy.tensor_tools.cpu import jit
+    from dnnpy import jit
 
     if not jit.available():
         pytest.skip(f"compiled kernels not used: {jit.info()['reason']}")

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tensor_tools.cpu import jit
+from .. import jit
 
 __all__ = ["extract_fhog_features"]
 

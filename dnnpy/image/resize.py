@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..geometry import lround
-from ..tensor_tools.cpu import jit
+from .. import jit
 
 __all__ = ["resize_image"]
 

@@ -1,6 +1,6 @@
 """Numba kernels (the ``jit`` extra) for the loops of the image code that numpy runs slowly:
 each module is the compiled twin of numpy code elsewhere in dnnpy, computing the same
-results. Imported only through ``dnnpy.tensor_tools.cpu.jit`` (never at ``import dnnpy``),
+results. Imported only through ``dnnpy.jit`` (never at ``import dnnpy``),
 which decides whether they run and falls back to numpy when they cannot.
 
 - ``fhog.py``: fHOG's orientation histograms and features (``dnnpy/image/fhog.py``)

@@ -31,7 +31,7 @@ import numpy as np
 
 from ..errors import SerializationError
 from ..parallel import parallel_for
-from ..tensor_tools.cpu import jit
+from .. import jit
 from ..tensor_tools.transient import transient_empty
 
 __all__ = ["decode_stream", "PackedStream", "encode_ints", "to_floats", "from_floats"]
@@ -260,7 +260,7 @@ def _decode_compiled(b, what, offset, partial, dtype):
     if not jit.call("packed", "decode", b, limit, values, _CHECKPOINT, checkpoints, result):
         return None
     count, end, why, at = (int(v) for v in result)
-    from ..kernels import packed as kernel           # (loaded: the call above ran it)
+    kernel = jit.kernels("packed")                   # (loaded: the call above ran it)
 
     def group_starts(g):
         size = min(_CHECKPOINT, count - g * _CHECKPOINT)

@@ -10,7 +10,7 @@ import sys
 
 from ..distributed.mpi import mpi_info
 from . import backend as _backend_module
-from .cpu import jit as _jit
+from .. import jit as _jit
 from .cpu import onednn as _onednn
 from .malloc_policy import malloc_policy_info
 from .threads import threads_info, threads_report
@@ -133,7 +133,7 @@ def backend_info(print_report: bool = True) -> dict:
     ``disabled_by_env`` (``DNNPY_DISABLE_ONEDNN``), and when used ``path``, ``version``,
     ``isa`` (the instruction set its kernels run), ``threads``; ``fallbacks`` lists the
     cases oneDNN refused and numpy ran.
-    ``jit`` (``dnnpy.tensor_tools.cpu.jit``): whether the image code's compiled kernels run:
+    ``jit`` (``dnnpy.jit``): whether the image code's compiled kernels run:
     ``used``, ``reason`` (why not), ``disabled_by_env`` (``DNNPY_DISABLE_JIT``), ``numba``
     (its version).
     ``threads``: the CPU thread pools (``dnnpy.tensor_tools.threads.threads_info``: numpy's
