@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 
 import numpy as np
 
@@ -46,6 +47,7 @@ __all__ = ["shape_predictor"]
 # dlib's unnormalizing_tform maps (0,0), (1,0), (1,1) to a box's tl, tr, br corners with
 # find_affine_transform: Q @ pinv(P), P's columns (x, y, 1) of those three points. pinv(P) is
 # a constant, computed once with dlib's own pinv, so the map equals dlib's to the bit.
+_MODEL_LOCK = threading.Lock()      # (shape_predictor._compiled_model)
 _UNIT_PINV = np.array(pinv([[0.0, 1.0, 1.0], [0.0, 0.0, 1.0], [1.0, 1.0, 1.0]]), np.float64)
 
 
@@ -270,30 +272,35 @@ class shape_predictor:
 
     def _compiled_model(self):
         """The cascade as the compiled kernel takes it (its arguments after ``last``, up to
-        ``out``): made at the first compiled run and kept."""
-        if self._kernel_model is None:
-            lvs = self.levels
-            weights, fixed = self._mean_shape
-            fixed = np.full(4, np.nan, np.float32) if fixed is None else fixed
-            feat_off = np.cumsum([0] + [len(lv.anchor) for lv in lvs]).astype(np.int64)
-            nsplit = np.array([lv.nsplit for lv in lvs], np.int64)
-            split_off = np.cumsum([0] + [lv.ntrees * lv.nsplit for lv in lvs]).astype(np.int64)
-            # each tree's splits without the table's padding, one row (idx1, idx2, limit)
-            # each: int16 where the feature indices fit (a tree's 15 splits then fill 90
-            # bytes, where the walk reads them)
-            splits = np.stack([np.concatenate([
-                getattr(lv, name).reshape(lv.ntrees, lv.width)[:, :lv.nsplit].ravel() for lv in lvs])
-                for name in ("idx1", "idx2", "limit")], axis=1)
-            fits = max(len(lv.anchor) for lv in lvs) <= np.iinfo(np.int16).max
-            splits = splits.astype(np.int16 if fits else np.int32)
-            self._kernel_model = (
-                self.initial_shape, weights, fixed, feat_off,
+        ``out``): made at the first compiled run and kept (under a lock: calls from
+        several threads make it once)."""
+        with _MODEL_LOCK:
+            if self._kernel_model is None:
+                self._kernel_model = self._make_compiled_model()
+            return self._kernel_model
+
+    def _make_compiled_model(self):
+        """See ``_compiled_model``."""
+        lvs = self.levels
+        weights, fixed = self._mean_shape
+        fixed = np.full(4, np.nan, np.float32) if fixed is None else fixed
+        feat_off = np.cumsum([0] + [len(lv.anchor) for lv in lvs]).astype(np.int64)
+        nsplit = np.array([lv.nsplit for lv in lvs], np.int64)
+        split_off = np.cumsum([0] + [lv.ntrees * lv.nsplit for lv in lvs]).astype(np.int64)
+        # each tree's splits without the table's padding, one row (idx1, idx2, limit)
+        # each: int16 where the feature indices fit (a tree's 15 splits then fill 90
+        # bytes, where the walk reads them)
+        splits = np.stack([np.concatenate([
+            getattr(lv, name).reshape(lv.ntrees, lv.width)[:, :lv.nsplit].ravel() for lv in lvs])
+            for name in ("idx1", "idx2", "limit")], axis=1)
+        fits = max(len(lv.anchor) for lv in lvs) <= np.iinfo(np.int16).max
+        splits = splits.astype(np.int16 if fits else np.int32)
+        return (self.initial_shape, weights, fixed, feat_off,
                 np.concatenate([lv.dx for lv in lvs]), np.concatenate([lv.dy for lv in lvs]),
                 np.concatenate([lv.anchor for lv in lvs]).astype(np.int64),
                 split_off, nsplit, splits, np.array([lv.ntrees for lv in lvs], np.int64),
                 np.cumsum([0] + [lv.leaf_rows.shape[0] for lv in lvs[:-1]]).astype(np.int64),
                 self._joined_leaves())
-        return self._kernel_model
 
     def _joined_leaves(self):
         """Every level's leaves in one (rows, 2P) array, the levels' ``leaves`` becoming
