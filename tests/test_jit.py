@@ -30,17 +30,20 @@ def test_environment_turns_them_off():
     assert out.split() == ["False", "turned", "off", "by", "DNNPY_DISABLE_JIT", "None"]
 
 
-def test_a_kernel_that_does_not_compile_turns_them_off_with_a_warning(monkeypatch):
+@pytest.fixture
+def landmarks_kernels():
     if not jit.available():
         pytest.skip(f"compiled kernels not used: {jit.info()['reason']}")
-    from numba.core.errors import TypingError
+    return jit.kernels("landmarks")
 
-    module = jit.kernels("landmarks")
+
+def test_a_kernel_that_does_not_compile_turns_them_off_with_a_warning(monkeypatch, landmarks_kernels):
+    from numba.core.errors import TypingError
 
     def broken(*args):
         raise TypingError("no implementation for this argument type")
 
-    monkeypatch.setattr(module, "cascade", broken)
+    monkeypatch.setattr(landmarks_kernels, "cascade", broken)
     monkeypatch.setattr(jit, "_usable", True)       # restored after the test
     monkeypatch.setattr(jit, "_reason", None)
     with pytest.warns(RuntimeWarning, match=r"landmarks\.cascade does not compile.*TypingError"):
@@ -49,15 +52,11 @@ def test_a_kernel_that_does_not_compile_turns_them_off_with_a_warning(monkeypatc
     assert jit.call("landmarks", "cascade") is False           # numpy from now on, no warning
 
 
-def test_other_errors_of_a_kernel_are_raised(monkeypatch):
-    if not jit.available():
-        pytest.skip(f"compiled kernels not used: {jit.info()['reason']}")
-    module = jit.kernels("landmarks")
-
+def test_other_errors_of_a_kernel_are_raised(monkeypatch, landmarks_kernels):
     def failing(*args):
         raise IndexError("index 9 is out of bounds")
 
-    monkeypatch.setattr(module, "cascade", failing)
+    monkeypatch.setattr(landmarks_kernels, "cascade", failing)
     with pytest.raises(IndexError, match="out of bounds"):
         jit.call("landmarks", "cascade")
     assert jit.available()
