@@ -15,6 +15,7 @@ import pytest
 import dnnpy
 import dnnpy.models
 from dnnpy import SerializationError, shape_predictor
+from dnnpy import jit
 from dnnpy.serialization import packed
 from dnnpy.serialization.primitives import Writer
 from helpers import face_photos
@@ -195,7 +196,6 @@ def test_compiled_cascade_equals_numpys(tmp_path):
     """The compiled cascade (dnnpy/kernels/landmarks.py) and the numpy one give the same
     landmarks: every image layout (grey, RGB, strided, flipped), boxes in, across and outside
     the image, a batch over several images split across threads, trees deep and shallow."""
-    from dnnpy import jit
 
     if not jit.available():
         pytest.skip(f"compiled kernels not used: {jit.info()['reason']}")
@@ -279,8 +279,6 @@ def test_compiled_decoder_equals_numpys():
     the same values and byte offsets on valid streams of every integer size, int64 and
     int32; on damaged streams both refuse (SerializationError), or both read the same
     values; ``partial`` streams give the same values up to where they stop."""
-    from dnnpy import jit
-
     if not jit.available():
         pytest.skip(f"compiled kernels not used: {jit.info()['reason']}")
     rng = np.random.default_rng(9)
@@ -314,6 +312,28 @@ def test_compiled_decoder_equals_numpys():
         tail = np.concatenate([data[:cut], np.full(20, 0x70, np.uint8)])
         a, b = both(tail, partial=True)
         assert a == b
+
+
+def test_compiled_floats_equal_numpys():
+    """dlib's (mantissa, exponent) pairs to float32 by the compiled loop and by numpy: the
+    same bits, for 24-bit mantissas (dlib's), wider ones (rounded once from float64),
+    subnormals, overflow, infinities and NaN, on 1-, 2- and 3-D and strided arrays."""
+    if not jit.available():
+        pytest.skip(f"compiled kernels not used: {jit.info()['reason']}")
+    rng = np.random.default_rng(12)
+    floats = np.concatenate([rng.standard_normal(20000).astype(np.float32),
+                             np.array([0, -0.0, np.inf, -np.inf, 1e-45, 1e-40, 3.4e38], np.float32)])
+    cases = [packed.from_floats(floats),
+             (rng.integers(-2 ** 62, 2 ** 62, (30, 40)), rng.integers(-500, 500, (30, 40))),
+             (rng.integers(-2 ** 23, 2 ** 23, (4, 5, 12)).astype(np.int32)[:, :, ::2],
+              rng.integers(-160, 130, (4, 5, 12)).astype(np.int32)[:, :, 1::2])]
+    cases[1][1][0, :3] = [32000, 32001, 32005]
+    for m, e in cases:
+        got = packed.to_floats(m, e)
+        with jit.force_numpy():
+            want = packed.to_floats(m, e)
+        assert got.shape == want.shape and np.array_equal(got.view(np.int32), want.view(np.int32))
+    assert np.array_equal(packed.to_floats(*cases[0]), floats)
 
 
 def test_mutated_files_end_in_a_serialization_error_or_a_predictor(kernels):

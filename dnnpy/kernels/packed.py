@@ -4,6 +4,8 @@ encoding). Integer after integer, as dlib reads them; the values are the numpy d
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
@@ -22,6 +24,7 @@ def decode(b, limit, values, every, checkpoints, result):
     n = len(b)
     i = 0
     k = 0
+    checkpoint = 0              # the next integer whose offset is kept (no division a value)
     why = OK
     while i < n:
         c = b[i]
@@ -32,8 +35,9 @@ def decode(b, limit, values, every, checkpoints, result):
         if i + 1 + size > n:
             why = TRUNCATED
             break
-        if k % every == 0:
+        if k == checkpoint:
             checkpoints[k // every] = i
+            checkpoint += every
         v = np.uint64(0)
         if i + 9 <= n:
             # all eight bytes after the control byte, masked to the integer's size (no
@@ -48,7 +52,8 @@ def decode(b, limit, values, every, checkpoints, result):
         if v >= limit:
             why = WIDE
             break
-        values[k] = -np.int64(v) if c & 0x80 else np.int64(v)
+        sign = np.int64(1) - np.int64((c >> 6) & 2)       # 0x80 set: -1, else 1
+        values[k] = sign * np.int64(v)
         k += 1
         i += 1 + size
     result[0], result[1], result[2], result[3] = k, i, why, i
@@ -60,3 +65,25 @@ def starts_from(b, at, count, out):
     for k in range(count):
         out[k] = at
         at += 1 + (b[at] & 0x0F)
+
+
+@njit(cache=True, nogil=True)
+def to_floats(mantissa, exponent, out):
+    """``out`` (float32) from dlib's (mantissa, exponent) pairs, all three arrays of one 3-D
+    shape: ``mantissa * 2**exponent`` in float64 (exact for dlib's 24-bit mantissas), rounded
+    once to float32, as ``dnnpy.serialization.packed.to_floats`` computes it; exponents
+    32000, 32001 and 32002 or more are +inf, -inf and NaN. (The powers of two come from a
+    table of the 801 exponents that can matter, all exact in float64: a product with one is
+    exact, and needs no call to ``ldexp`` per value.)"""
+    scale = np.empty(801, np.float64)
+    for e in range(-400, 401):
+        scale[e + 400] = math.ldexp(1.0, e)
+    for i in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            for k in range(out.shape[2]):
+                e = exponent[i, j, k]
+                if e >= 32000:
+                    out[i, j, k] = np.inf if e == 32000 else -np.inf if e == 32001 else np.nan
+                else:
+                    e = min(max(e, -400), 400)
+                    out[i, j, k] = np.float32(np.float64(mantissa[i, j, k]) * scale[e + 400])

@@ -444,7 +444,12 @@ def to_floats(mantissa: np.ndarray, exponent: np.ndarray) -> np.ndarray:
     """float32 values of dlib's (mantissa, exponent) pairs, as ``Reader.float32``: the value
     ``mantissa * 2**exponent`` rounded to float32; exponents 32000/32001/32002 (and above)
     are +inf, -inf and NaN."""
-    e = np.asarray(exponent)
+    m, e = np.asarray(mantissa), np.asarray(exponent)
+    if m.shape == e.shape and m.ndim <= 3 and m.dtype.kind == e.dtype.kind == "i":
+        out = np.empty(m.shape, np.float32)
+        axes = (None,) * (3 - m.ndim)      # (the kernel takes 3-D arrays: views, no copies)
+        if jit.call("packed", "to_floats", m[axes], e[axes], out[axes]):
+            return out
     # beyond +-400 a float32 has over- or underflowed anyway; int32 for ldexp
     e32 = np.clip(e, -400, 400).astype(np.int32, copy=False)
     m = np.asarray(mantissa).astype(np.float32)
