@@ -6,16 +6,19 @@ Some stages of dlib's face pipeline are many small dependent steps (a shape pred
 per-call overhead and extra passes over memory, and dlib's C++ runs them 2-3x faster. The
 kernels in ``dnnpy/kernels/`` compute what the numpy code beside them computes, in one
 pass: the same float operations in the same order, except where numpy sums with BLAS or
-``bincount`` (then the same float64 terms in another order). The tests run both twins (the
-``kernels`` fixture) against dlib and against each other.
+``bincount`` (then the same float64 terms in another order) and in the HOG scan (each
+filter's separable parts, where numpy multiplies by their sum: scores equal to float32
+rounding). The tests run both twins (the ``kernels`` fixture) against dlib and against
+each other.
 
 The kernels are used iff ``DNNPY_DISABLE_JIT`` is unset or false and Numba imports. The
 decision is made when the first kernel is asked for, never at ``import dnnpy``. Numba
-compiles each kernel at its first call (about a second) and caches the machine code beside
-the module (``__pycache__``, or ``NUMBA_CACHE_DIR``), so later processes load it in
-milliseconds. Installed but unusable (an import or a compile error): one ``RuntimeWarning``
-names the reason, numpy runs, and ``info()`` keeps the reason for ``backend_info()``.
-Kernels release the GIL: dnnpy's threads (``parallel_for``) run them side by side.
+compiles each kernel at its first call (1-4 s) and caches the machine code beside the
+module (``__pycache__``, or ``NUMBA_CACHE_DIR``), so later processes load it in
+milliseconds. Installed but unusable (Numba does not import, a kernel module does not load,
+a kernel does not compile): one ``RuntimeWarning`` names the reason, numpy runs from then
+on, and ``info()`` keeps the reason for ``backend_info()``. Kernels release the GIL: dnnpy's
+threads (``parallel_for``) run them side by side, and ``force_numpy`` reaches those tasks.
 
     if not jit.call("landmarks", "cascade", img, ..., out):   # False: run the numpy code
         ...
@@ -29,7 +32,7 @@ import os
 import threading
 import warnings
 
-__all__ = ["available", "call", "disable", "force_numpy", "info", "kernels"]
+__all__ = ["available", "call", "disable", "force_numpy", "forced", "forced_as", "info", "kernels"]
 
 _lock = threading.Lock()
 _decided = False
@@ -54,9 +57,13 @@ def _decide():
         else:
             try:
                 import numba
-            except ImportError as e:
-                _reason = f"Numba is not installed ({e}); pip install 'dnnpy[jit]'"
+            except ModuleNotFoundError as e:
+                if e.name != "numba":           # (a module Numba needs is missing)
+                    _reason = warn = f"Numba cannot be imported ({type(e).__name__}: {e})"
+                else:
+                    _reason = "Numba is not installed; pip install 'dnnpy[jit]'"
             except Exception as e:  # noqa: BLE001  (a broken install is a reason, never an error)
+                # (e.g. Numba's own check that it supports this numpy, an ImportError)
                 _reason = warn = f"Numba cannot be imported ({type(e).__name__}: {e})"
             else:
                 _usable, _version = True, numba.__version__
@@ -79,13 +86,31 @@ def available() -> bool:
 
 @contextlib.contextmanager
 def force_numpy():
-    """Run the enclosed block with numpy only (per thread; nests): for tests and benchmarks
+    """Run the enclosed block with numpy only (per thread, and in the tasks the block hands
+    to dnnpy's worker threads through ``parallel_for``; nests): for tests and benchmarks
     that compare the two."""
     _local.forced = getattr(_local, "forced", 0) + 1
     try:
         yield
     finally:
         _local.forced -= 1
+
+
+def forced() -> int:
+    """This thread's ``force_numpy`` depth (``parallel_for`` hands it to its workers)."""
+    return getattr(_local, "forced", 0)
+
+
+@contextlib.contextmanager
+def forced_as(depth):
+    """Run the enclosed block with the ``force_numpy`` depth ``depth`` (a worker thread
+    running a task for a thread in a ``force_numpy`` block)."""
+    before = getattr(_local, "forced", 0)
+    _local.forced = depth
+    try:
+        yield
+    finally:
+        _local.forced = before
 
 
 def kernels(name):
@@ -101,8 +126,13 @@ def call(name, function, *args) -> bool:
     its arguments): True when it ran, False when the caller must run its numpy code (the
     kernels are off, or this one fails to compile: then they are turned off for the process,
     with one warning). Any other error of the kernel is raised."""
-    module = kernels(name)
-    if module is None:
+    if getattr(_local, "forced", 0) or not available():
+        return False
+    try:
+        # (importing the module defines its kernels: Numba refuses one it cannot cache)
+        module = importlib.import_module(f"dnnpy.kernels.{name}")
+    except Exception as e:  # noqa: BLE001  (a kernel module that cannot load is a reason)
+        disable(f"the kernels of {name} cannot be loaded ({type(e).__name__}: {_first_line(e)})")
         return False
     try:
         getattr(module, function)(*args)
@@ -110,10 +140,14 @@ def call(name, function, *args) -> bool:
         from numba.core.errors import NumbaError
         if not isinstance(e, NumbaError):
             raise
-        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        disable(f"the kernel {name}.{function} does not compile ({type(e).__name__}: {first})")
+        disable(f"the kernel {name}.{function} does not compile ({type(e).__name__}: {_first_line(e)})")
         return False
     return True
+
+
+def _first_line(e):
+    text = str(e).strip()
+    return text.splitlines()[0] if text else ""
 
 
 def disable(reason):

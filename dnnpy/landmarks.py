@@ -260,13 +260,18 @@ class shape_predictor:
             tasks += [(img, s, min(s + boxes_per_task, ends[k]))
                       for s in range(begin, ends[k], boxes_per_task)]
 
+        ran = [False] * len(tasks)
+
         def run(i):
             img, first, last = tasks[i]
-            return jit.call("landmarks", "cascade", img, box, _UNIT_PINV, first, last, *model, out)
+            ran[i] = jit.call("landmarks", "cascade", img, box, _UNIT_PINV, first, last, *model, out)
 
-        if not run(0):
+        run(0)
+        if not ran[0]:
             return None
         parallel_for(1, len(tasks), run)
+        if not all(ran):        # the kernels were turned off meanwhile (one failed to compile)
+            return None
         return [full_object_detection.from_xy(r, x, y)
                 for r, x, y in zip(rects, out[:, 0].tolist(), out[:, 1].tolist())]
 
@@ -586,7 +591,9 @@ def _pixels(groups, m, b, pts):
         index = at[:, 1] * g.width
         index += at[:, 0]
         # (mode "clip": a point outside reads some pixel, zeroed below)
-        if g.rgb:
+        if len(g.flat) == 0:                    # an empty image: every point is outside
+            v = np.zeros(index.shape, np.int16)
+        elif g.rgb:
             v = g.flat.take(index, axis=0, mode="clip").astype(np.int16) @ _RGB_SUM
             v //= 3
         else:

@@ -23,6 +23,7 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+from . import jit
 from .tensor_tools.cpu import onednn
 from .tensor_tools.threads import get_num_threads
 
@@ -68,21 +69,23 @@ def parallel_for(begin, end, funct, num_threads=None):
     indices = iter(range(begin, end))
     lock = threading.Lock()
     failed = []
+    numpy_only = jit.forced()          # the caller's jit.force_numpy(), for its helpers too
 
     def work(helper=False):
         if helper:
             # the parallelism is across the calls: oneDNN runs each call's ops on its thread
             # (a worker's OpenMP count is otherwise libgomp's default, one per CPU)
             onednn.set_num_threads_if_running(1)
-        while not failed:
-            with lock:
-                i = next(indices, None)
-            if i is None:
-                return
-            try:
-                funct(i)
-            except BaseException as e:          # noqa: B036 (re-raised in the caller)
-                failed.append(e)
+        with jit.forced_as(numpy_only):
+            while not failed:
+                with lock:
+                    i = next(indices, None)
+                if i is None:
+                    return
+                try:
+                    funct(i)
+                except BaseException as e:          # noqa: B036 (re-raised in the caller)
+                    failed.append(e)
 
     pool, futures = _workers(max(threads, get_num_threads()) - 1), []
     try:

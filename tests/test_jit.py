@@ -75,3 +75,60 @@ def test_force_numpy_is_per_thread_and_nests():
         t.join()
     assert seen == [not jit.available()]
     assert (jit.kernels("landmarks") is None) == (not jit.available())
+
+
+def test_force_numpy_reaches_the_tasks_of_parallel_for():
+    from dnnpy.parallel import parallel_for
+
+    seen = []
+    with jit.force_numpy():
+        parallel_for(0, 8, lambda i: seen.append(jit.kernels("landmarks") is None), num_threads=2)
+    assert seen == [True] * 8
+    assert jit.forced() == 0
+
+
+def test_a_kernel_module_that_does_not_load_turns_them_off_with_a_warning(monkeypatch, landmarks_kernels):
+    import importlib
+
+    real = importlib.import_module
+
+    def failing(name, *args):
+        if name == "dnnpy.kernels.fhog":
+            raise RuntimeError("cannot cache function '_gradients': no locator available")
+        return real(name, *args)
+
+    monkeypatch.setattr(jit.importlib, "import_module", failing)
+    monkeypatch.setattr(jit, "_usable", True)       # restored after the test
+    monkeypatch.setattr(jit, "_reason", None)
+    import numpy as np
+
+    img = np.random.default_rng(0).integers(0, 256, (40, 48, 3), dtype=np.uint8)
+    with pytest.warns(RuntimeWarning, match=r"kernels of fhog cannot be loaded.*no locator"):
+        got = dnnpy.image.extract_fhog_features(img)
+    with jit.force_numpy():
+        assert np.array_equal(got, dnnpy.image.extract_fhog_features(img))
+    assert not jit.available()
+
+
+def test_a_batch_whose_kernels_stop_midway_is_run_by_numpy(monkeypatch, landmarks_kernels):
+    """Kernels turned off while a batch's tasks run (another thread's kernel failed to
+    compile): the boxes are computed by numpy, none is left unwritten."""
+    import numpy as np
+
+    import test_shape_predictor as tsp
+
+    sp = dnnpy.shape_predictor(tsp._synthetic())
+    rng = np.random.default_rng(1)
+    img = rng.integers(0, 256, (50, 60, 3), dtype=np.uint8)
+    boxes = tsp._random_boxes(rng, 50, 60, 40)
+    with jit.force_numpy():
+        want = [d.parts for d in sp.batch(img, boxes)]
+    real, calls = jit.call, []
+
+    def second_fails(*args):
+        calls.append(args[1])
+        return real(*args) if len(calls) == 1 else False
+
+    monkeypatch.setattr(jit, "call", second_fails)
+    assert [d.parts for d in sp.batch(img, boxes)] == want
+    assert len(calls) > 1

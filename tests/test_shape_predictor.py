@@ -190,6 +190,7 @@ def test_bad_files_and_images_say_what_is_wrong(tmp_path, kernels):
     with pytest.raises(ValueError, match=r"img\[:, :, :3\]"):
         sp(np.zeros((10, 10, 4), np.uint8), box)
     assert sp(np.zeros((10, 10, 3), np.uint8)[:, ::-1], box).num_parts() == 5   # any strides
+    assert sp(np.zeros((0, 5), np.uint8), box).num_parts() == 5      # empty: every read is 0
 
 
 def test_compiled_cascade_equals_numpys(tmp_path):
@@ -247,8 +248,8 @@ def test_dlibs_face_models_equal_dlib_on_dlibs_photos(name, kernels):
 
 def test_a_stream_ending_in_a_long_integer_reads(kernels):
     """The last 512-byte segment of the numpy decoder's walk lies inside the last integer,
-    whose magnitude bytes there read as control bytes (0x05, 0x01): it holds no start (a
-    valid 1026-byte stream was once refused as "do not line up")."""
+    whose magnitude bytes there read as control bytes (0x05, 0x01): it holds no start, and
+    the valid 1026-byte stream reads."""
     values = np.array([257] + [112] * 509 + [0x01050000], np.int64)     # (0x70: no control byte)
     data = np.frombuffer(packed.encode_ints(values), np.uint8)
     assert len(data) == 1026 and data[1024] == 0x05 and data[1025] == 0x01
@@ -311,6 +312,8 @@ def test_compiled_decoder_equals_numpys():
         cut = int(rng.integers(len(data)))
         tail = np.concatenate([data[:cut], np.full(20, 0x70, np.uint8)])
         a, b = both(tail, partial=True)
+        assert a == b
+        a, b = both(data[:cut], partial=True)          # cut inside an integer: not read
         assert a == b
 
 

@@ -108,8 +108,7 @@ def cascade(img, boxes, unit_pinv, first, last, initial, weights, fixed, feat_of
     (idx1, idx2, limit; ``nsplit[l]`` per tree; left when the grey difference of the
     feature pixels idx1 and idx2 is greater than the limit); its ``ntrees[l]`` trees'
     leaves are the rows ``leaf_off[l]..`` of ``leaves`` (rows, 2P float32), ``nsplit[l] +
-    1`` a tree. (One array for all levels: a tuple of the levels' arrays took seconds more
-    to compile.)"""
+    1`` a tree."""
     nlev = len(nsplit)
     width = len(initial)
     shape = np.empty(width, np.float32)

@@ -9,7 +9,7 @@ import math
 import numpy as np
 from numba import njit
 
-# what decode reports in result[2]
+# what decode reports in result[2] (dnnpy/serialization/packed.py reads the same numbers)
 OK, CONTROL, TRUNCATED, WIDE = 0, 1, 2, 3
 
 

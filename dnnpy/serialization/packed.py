@@ -175,6 +175,9 @@ def decode_stream(b: np.ndarray, what: str, offset: int = 0, partial: bool = Fal
                 problem = first_invalid, lo + int(at[first_invalid]), "control"
             else:
                 problem = first_break, lo + int(ends[first_break - 1]), "break"
+        if problem is None and lo + int(ends[-1]) > n:     # the last one runs past the data
+            problem = len(at) - 1, lo + int(at[-1]), "truncated"
+        if problem is not None:
             at, control, ends = (x[:problem[0]] for x in (at, control, ends))
         # most integers have 1 to 3 magnitude bytes: those are read for all (masked by
         # size), the rare longer ones apart
@@ -237,6 +240,9 @@ def decode_stream(b: np.ndarray, what: str, offset: int = 0, partial: bool = Fal
         if why == "wide":
             raise SerializationError(f"{what}: the packed integer at byte offset {offset + at} "
                                      f"does not fit in {8 * dtype.itemsize} bits")
+        if why == "truncated":
+            raise SerializationError(f"{what}: the data ends inside a packed integer at byte "
+                                     f"offset {offset + at} (truncated?)")
         raise SerializationError(f"{what}: the packed integers do not line up at byte offset "
                                  f"{offset + at}")
     return stream
@@ -244,6 +250,8 @@ def decode_stream(b: np.ndarray, what: str, offset: int = 0, partial: bool = Fal
 
 # integers between two offsets the compiled decoder keeps (for PackedStream.start)
 _CHECKPOINT = 1024
+# why the compiled decoder stopped (dnnpy/kernels/packed.py's OK, CONTROL, TRUNCATED, WIDE)
+_OK, _CONTROL, _TRUNCATED, _WIDE = 0, 1, 2, 3
 
 
 def _decode_compiled(b, what, offset, partial, dtype):
@@ -260,23 +268,26 @@ def _decode_compiled(b, what, offset, partial, dtype):
     if not jit.call("packed", "decode", b, limit, values, _CHECKPOINT, checkpoints, result):
         return None
     count, end, why, at = (int(v) for v in result)
-    kernel = jit.kernels("packed")                   # (loaded: the call above ran it)
 
     def group_starts(g):
         size = min(_CHECKPOINT, count - g * _CHECKPOINT)
         out = np.empty(size, np.int64)
-        kernel.starts_from(b, checkpoints[g], size, out)
+        if not jit.call("packed", "starts_from", b, checkpoints[g], size, out):
+            at = int(checkpoints[g])          # (the kernels were turned off meanwhile)
+            for k in range(size):
+                out[k] = at
+                at += 1 + (int(b[at]) & 0x0F)
         return out
 
     groups = -(-count // _CHECKPOINT)
     counts = [_CHECKPOINT] * (groups - 1) + [count - (groups - 1) * _CHECKPOINT] if groups else []
     stream = PackedStream(values[:count], group_starts, counts, n)
-    if partial or why == kernel.OK:
+    if partial or why == _OK:
         return stream
-    if why == kernel.CONTROL:
+    if why == _CONTROL:
         raise SerializationError(f"{what}: expected a packed integer at byte offset "
                                  f"{offset + at}, found the byte 0x{b[at]:02x}")
-    if why == kernel.WIDE:
+    if why == _WIDE:
         raise SerializationError(f"{what}: the packed integer at byte offset {offset + at} "
                                  f"does not fit in {8 * dtype.itemsize} bits")
     raise SerializationError(f"{what}: the data ends inside a packed integer at byte offset "
