@@ -69,14 +69,15 @@ def parallel_for(begin, end, funct, num_threads=None):
     indices = iter(range(begin, end))
     lock = threading.Lock()
     failed = []
-    numpy_only = jit.forced()          # the caller's jit.force_numpy(), for its helpers too
+    # the caller's force_numpy() blocks (oneDNN's and the compiled kernels'), for its helpers too
+    numpy_only = onednn.forced(), jit.forced()
 
     def work(helper=False):
         if helper:
             # the parallelism is across the calls: oneDNN runs each call's ops on its thread
             # (a worker's OpenMP count is otherwise libgomp's default, one per CPU)
             onednn.set_num_threads_if_running(1)
-        with jit.forced_as(numpy_only):
+        with onednn.forced_as(numpy_only[0]), jit.forced_as(numpy_only[1]):
             while not failed:
                 with lock:
                     i = next(indices, None)

@@ -132,3 +132,13 @@ def test_a_batch_whose_kernels_stop_midway_is_run_by_numpy(monkeypatch, landmark
     monkeypatch.setattr(jit, "call", second_fails)
     assert [d.parts for d in sp.batch(img, boxes)] == want
     assert len(calls) > 1
+
+
+def test_onednn_force_numpy_reaches_the_tasks_of_parallel_for():
+    from dnnpy.parallel import parallel_for
+    from dnnpy.tensor_tools.cpu import onednn
+
+    seen = []
+    with dnnpy.force_numpy():
+        parallel_for(0, 8, lambda i: seen.append(onednn.active()), num_threads=2)
+    assert seen == [False] * 8 and onednn.forced() == 0

@@ -18,7 +18,7 @@ from . import _api
 from . import _primitive as P
 from ._loader import OnednnNotFoundError
 
-__all__ = ["active", "available", "force_numpy", "info", "note_fallback", "set_num_threads",
+__all__ = ["active", "available", "force_numpy", "forced", "forced_as", "info", "note_fallback", "set_num_threads",
            "get_num_threads", "isa_name"]
 
 _log = logging.getLogger("dnnpy.onednn")
@@ -113,12 +113,29 @@ def active() -> bool:
 
 @contextlib.contextmanager
 def force_numpy():
-    """Run the enclosed block on the numpy twin only (per thread; nests)."""
+    """Run the enclosed block on the numpy twin only (per thread, and in the tasks the block
+    hands to dnnpy's worker threads through ``parallel_for``; nests)."""
     _local.forced = getattr(_local, "forced", 0) + 1
     try:
         yield
     finally:
         _local.forced -= 1
+
+
+def forced() -> int:
+    """This thread's ``force_numpy`` depth (``parallel_for`` hands it to its workers)."""
+    return getattr(_local, "forced", 0)
+
+
+@contextlib.contextmanager
+def forced_as(depth):
+    """Run the enclosed block with the ``force_numpy`` depth ``depth``."""
+    before = getattr(_local, "forced", 0)
+    _local.forced = depth
+    try:
+        yield
+    finally:
+        _local.forced = before
 
 
 def note_fallback(op, detail, why):
