@@ -1,6 +1,7 @@
 """dlib's ``shape_predictor`` (``dlib/image_processing/shape_predictor.h``): face (or any
 object's) landmarks from an image and a box, by a cascade of regression-tree forests
-(Kazemi & Sullivan 2014), read from dlib's files and run with numpy.
+(Kazemi & Sullivan 2014), read from dlib's files and run as a compiled loop (the ``jit``
+extra: ``dnnpy/kernels/landmarks.py``) or with numpy, to the same landmarks.
 
     sp = dnnpy.shape_predictor("shape_predictor_68_face_landmarks.dat")
     shape = sp(img, box)                  # a full_object_detection: shape.part(30), ...
@@ -32,6 +33,7 @@ import threading
 
 import numpy as np
 
+from . import jit
 from .atomic import atomic_write
 from .errors import SerializationError
 from .geometry import as_rectangle, full_object_detection
@@ -40,15 +42,14 @@ from .image.matrix_la import pinv
 from .parallel import parallel_for
 from .serialization.files import read_source, refuse_other_files
 from .serialization.packed import decode_stream, encode_ints, from_floats, to_floats
-from . import jit
 
 __all__ = ["shape_predictor"]
 
 # dlib's unnormalizing_tform maps (0,0), (1,0), (1,1) to a box's tl, tr, br corners with
 # find_affine_transform: Q @ pinv(P), P's columns (x, y, 1) of those three points. pinv(P) is
 # a constant, computed once with dlib's own pinv, so the map equals dlib's to the bit.
-_MODEL_LOCK = threading.Lock()      # (shape_predictor._compiled_model)
 _UNIT_PINV = np.array(pinv([[0.0, 1.0, 1.0], [0.0, 0.0, 1.0], [1.0, 1.0, 1.0]]), np.float64)
+_MODEL_LOCK = threading.Lock()      # (shape_predictor._compiled_model)
 
 
 # A tree of up to this many splits finds its leaf by one table lookup of its packed split

@@ -22,10 +22,12 @@ How a detector scans an image, as dlib does (so the boxes are dlib's):
 * non-maximum suppression: the boxes of all filters, best score first, each kept unless it
   overlaps a kept one (the detector's ``test_box_overlap``).
 
-The window scores are matrix products (per group of window rows, all filters' cells times
-the level's features, on oneDNN's matmul when it is present), then one strided sum over the
-group's cells;
-in float32 as dlib's, a score is dlib's to float32 rounding. Each level's features and
+With the ``jit`` extra the window scores are computed as dlib computes them, each filter
+by its separable parts, a row filter then a column filter (``dnnpy/kernels/hog.py``; a
+detector dlib runs whole takes the matrix products below). With numpy they are matrix
+products (per group of window rows, all filters' cells times the level's features, on
+oneDNN's matmul when it is present), then one strided sum over the group's cells. In float32
+as dlib's, a score is dlib's to float32 rounding. Each level's features and
 scores are computed as soon as the level is made, on the caller and dnnpy's worker threads
 (``dnnpy.parallel.parallel_for``).
 """
@@ -38,6 +40,7 @@ import threading
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from . import jit
 from .atomic import atomic_write
 from .geometry import rectangle, rectangles, test_box_overlap
 from .image.checks import uint8_grey_or_rgb
@@ -47,7 +50,6 @@ from .image.pyramid import pyramid_down
 from .parallel import parallel_for
 from .serialization.files import read_source, refuse_other_files
 from .serialization.primitives import Reader, Writer
-from . import jit
 from .tensor_tools.cpu import onednn
 from .tensor_tools.cpu._common import scratch
 

@@ -3,8 +3,10 @@
 A shape predictor file is tens of millions of packed values and nothing else: integers
 (a control byte, ``size | 0x80 if negative``, then ``size`` magnitude bytes, little-endian)
 and floats (two integers: mantissa, exponent). ``primitives.Reader`` reads one value per
-Python call, which takes minutes for such a file; ``decode_stream`` decodes the whole
-stream in a few numpy passes:
+Python call, which takes minutes for such a file. With the ``jit`` extra ``decode_stream``
+and ``to_floats`` are compiled loops (``dnnpy/kernels/packed.py``: one pass, integer after
+integer, as dlib reads them); with numpy ``decode_stream`` decodes the whole stream in a few
+passes:
 
 1. where each integer starts. An integer's length depends on its first byte, so the starts
    form a chain that cannot be cut anywhere; the stream is cut into segments, and in each
@@ -29,9 +31,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from .. import jit
 from ..errors import SerializationError
 from ..parallel import parallel_for
-from .. import jit
 from ..tensor_tools.transient import transient_empty
 
 __all__ = ["decode_stream", "PackedStream", "encode_ints", "to_floats", "from_floats"]

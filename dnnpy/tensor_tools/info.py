@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import sys
 
+from .. import jit as _jit
 from ..distributed.mpi import mpi_info
 from . import backend as _backend_module
-from .. import jit as _jit
 from .cpu import onednn as _onednn
 from .malloc_policy import malloc_policy_info
 from .threads import threads_info, threads_report
