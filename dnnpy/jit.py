@@ -124,8 +124,9 @@ def kernels(name):
 def call(name, function, *args) -> bool:
     """Run the kernel ``dnnpy.kernels.<name>.<function>(*args)`` (it writes its results into
     its arguments): True when it ran, False when the caller must run its numpy code (the
-    kernels are off, or this one fails to compile: then they are turned off for the process,
-    with one warning). Any other error of the kernel is raised."""
+    kernels are off, or this one's module does not load or it does not compile: then they
+    are turned off for the process, with one warning). Any other error of the kernel is
+    raised."""
     if getattr(_local, "forced", 0) or not available():
         return False
     try:
@@ -152,7 +153,7 @@ def _first_line(e):
 
 def disable(reason):
     """Stop using the compiled kernels in this process (one ``RuntimeWarning`` naming
-    ``reason``): for a kernel that fails to compile, so that numpy runs instead."""
+    ``reason``): for a kernel that does not load or compile, so that numpy runs instead."""
     global _usable, _reason
     with _lock:
         was, _usable, _reason = _usable, False, reason
