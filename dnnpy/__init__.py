@@ -33,6 +33,7 @@ Modules:
 - ``landmarks.py``: dlib's ``shape_predictor``: landmarks of a face (or object) in a box
 - ``linear_classifier.py``: old path of ``data/linear_classifier.py`` (works, warns)
 - ``models.py``: dlib's released networks, declared as dlib's Python tools declare them
+- ``numpy_only.py``: per-thread "numpy only" switches (``force_numpy``), handed to ``parallel_for``'s workers
 - ``object_detector.py``: dlib's HOG object detectors (the frontal face detector, ``.svm`` files)
 - ``parallel.py``: dlib's ``parallel_for`` for dnnpy's numpy code, on kept worker threads
 - ``parsing.py``: a net type's bracket expression parsed back into the net type

@@ -26,20 +26,20 @@ threads (``parallel_for``) run them side by side, and ``force_numpy`` reaches th
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import os
 import threading
 import warnings
 
-__all__ = ["available", "call", "disable", "force_numpy", "forced", "forced_as", "info", "kernels"]
+from .numpy_only import NumpyOnly
+
+__all__ = ["active", "available", "call", "disable", "force_numpy", "info", "kernels"]
 
 _lock = threading.Lock()
 _decided = False
 _usable = False
 _reason = None
 _version = None
-_local = threading.local()
 
 
 def _env_disables() -> bool:
@@ -84,39 +84,21 @@ def available() -> bool:
     return _usable
 
 
-@contextlib.contextmanager
-def force_numpy():
-    """Run the enclosed block with numpy only (per thread, and in the tasks the block hands
-    to dnnpy's worker threads through ``parallel_for``; nests): for tests and benchmarks
-    that compare the two."""
-    _local.forced = getattr(_local, "forced", 0) + 1
-    try:
-        yield
-    finally:
-        _local.forced -= 1
+# with force_numpy(): ... runs numpy only (this thread, and the tasks it hands to dnnpy's
+# worker threads through parallel_for; nests): for tests and benchmarks comparing the twins
+_numpy_only = NumpyOnly()
+force_numpy = _numpy_only.force
 
 
-def forced() -> int:
-    """This thread's ``force_numpy`` depth (``parallel_for`` hands it to its workers)."""
-    return getattr(_local, "forced", 0)
-
-
-@contextlib.contextmanager
-def forced_as(depth):
-    """Run the enclosed block with the ``force_numpy`` depth ``depth`` (a worker thread
-    running a task for a thread in a ``force_numpy`` block)."""
-    before = getattr(_local, "forced", 0)
-    _local.forced = depth
-    try:
-        yield
-    finally:
-        _local.forced = before
+def active() -> bool:
+    """Whether a kernel asked for now runs: ``available()`` and no ``force_numpy`` block."""
+    return not _numpy_only.on() and available()
 
 
 def kernels(name):
     """The module ``dnnpy.kernels.<name>`` when the compiled kernels are to run now, else
     None (the caller runs its numpy code)."""
-    if getattr(_local, "forced", 0) or not available():
+    if not active():
         return None
     return importlib.import_module(f"dnnpy.kernels.{name}")
 
@@ -127,7 +109,7 @@ def call(name, function, *args) -> bool:
     kernels are off, or this one's module does not load or it does not compile: then they
     are turned off for the process, with one warning). Any other error of the kernel is
     raised."""
-    if getattr(_local, "forced", 0) or not available():
+    if not active():
         return False
     try:
         # (importing the module defines its kernels: Numba refuses one it cannot cache)

@@ -23,7 +23,7 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from . import jit
+from . import numpy_only
 from .tensor_tools.cpu import onednn
 from .tensor_tools.threads import get_num_threads
 
@@ -69,15 +69,14 @@ def parallel_for(begin, end, funct, num_threads=None):
     indices = iter(range(begin, end))
     lock = threading.Lock()
     failed = []
-    # the caller's force_numpy() blocks (oneDNN's and the compiled kernels'), for its helpers too
-    numpy_only = onednn.forced(), jit.forced()
+    callers_switches = numpy_only.state()     # its force_numpy() blocks, for the helpers too
 
     def work(helper=False):
         if helper:
             # the parallelism is across the calls: oneDNN runs each call's ops on its thread
             # (a worker's OpenMP count is otherwise libgomp's default, one per CPU)
             onednn.set_num_threads_if_running(1)
-        with onednn.forced_as(numpy_only[0]), jit.forced_as(numpy_only[1]):
+        with numpy_only.restored(callers_switches):
             while not failed:
                 with lock:
                     i = next(indices, None)

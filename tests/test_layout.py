@@ -166,7 +166,7 @@ LEVELS = {
     # foundations: no nets, no tensors
     "errors": 0, "printing": 0, "atomic": 0, "rand": 0, "geometry": 0, "distributed": 0, "_moved": 0,
     # compiled loops (numpy and Numba only) and the switch that loads them
-    "jit": 0, "kernels": 0,
+    "jit": 0, "kernels": 0, "numpy_only": 0,
     # arrays and images
     "tensor": 1, "image": 1,
     # the ops and their twins, and dnnpy's worker threads (their count is the ops')

@@ -35,8 +35,8 @@ Modules:
 from __future__ import annotations
 
 from .conv import conv_backward_data, conv_backward_filters, conv_forward
-from ._state import (active, available, force_numpy, forced, forced_as, get_num_threads, info,
-                     isa_name, note_fallback, set_num_threads, set_num_threads_if_running)
+from ._state import (active, available, force_numpy, get_num_threads, info, isa_name,
+                     note_fallback, set_num_threads, set_num_threads_if_running)
 
 __all__ = ["conv_forward", "conv_backward_data", "conv_backward_filters", "active", "available", "force_numpy", "info", "note_fallback", "set_num_threads", "set_num_threads_if_running",
            "get_num_threads", "isa_name"]

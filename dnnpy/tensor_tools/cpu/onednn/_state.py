@@ -4,7 +4,6 @@ package docstring."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import threading
@@ -13,12 +12,13 @@ import warnings
 import numpy as np
 
 from ....errors import ThreadSettingWarning
+from ....numpy_only import NumpyOnly
 from ...wait_policy import warning_for_onednn
 from . import _api
 from . import _primitive as P
 from ._loader import OnednnNotFoundError
 
-__all__ = ["active", "available", "force_numpy", "forced", "forced_as", "info", "note_fallback", "set_num_threads",
+__all__ = ["active", "available", "force_numpy", "info", "note_fallback", "set_num_threads",
            "get_num_threads", "isa_name"]
 
 _log = logging.getLogger("dnnpy.onednn")
@@ -26,7 +26,6 @@ _decided = False
 _usable = False
 _reason = None
 _decide_lock = threading.Lock()
-_local = threading.local()
 _fallbacks = {}            # (op, detail) -> count, for info()
 _fallback_lock = threading.Lock()
 
@@ -106,36 +105,15 @@ def available() -> bool:
 def active() -> bool:
     """Whether the ops should try oneDNN now: ``available()`` and no ``force_numpy()``
     block is open in this thread."""
-    if getattr(_local, "forced", 0):
+    if _numpy_only.on():
         return False
     return _usable if _decided else available()
 
 
-@contextlib.contextmanager
-def force_numpy():
-    """Run the enclosed block on the numpy twin only (per thread, and in the tasks the block
-    hands to dnnpy's worker threads through ``parallel_for``; nests)."""
-    _local.forced = getattr(_local, "forced", 0) + 1
-    try:
-        yield
-    finally:
-        _local.forced -= 1
-
-
-def forced() -> int:
-    """This thread's ``force_numpy`` depth (``parallel_for`` hands it to its workers)."""
-    return getattr(_local, "forced", 0)
-
-
-@contextlib.contextmanager
-def forced_as(depth):
-    """Run the enclosed block with the ``force_numpy`` depth ``depth``."""
-    before = getattr(_local, "forced", 0)
-    _local.forced = depth
-    try:
-        yield
-    finally:
-        _local.forced = before
+# with force_numpy(): ... runs the numpy twin only (this thread, and the tasks it hands to
+# dnnpy's worker threads through parallel_for; nests)
+_numpy_only = NumpyOnly()
+force_numpy = _numpy_only.force
 
 
 def note_fallback(op, detail, why):
