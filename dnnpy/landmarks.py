@@ -217,8 +217,7 @@ class shape_predictor:
             return []
         if not self.levels:
             raise ValueError("shape_predictor: it holds no model (read one: shape_predictor(path))")
-        box = np.array([(r.left(), r.top(), r.right(), r.bottom()) for r in rects], np.float64)
-        m, b = _unnormalizing(box)
+        m, b = _unnormalizing(_ltrb(rects))
         b = b[:, :, None] + 0.5             # (with dlib's rounding half: added at once)
         n = len(rects)
         groups = [_Pixels(images[0], None)] if len(images) == 1 else [
@@ -249,7 +248,7 @@ class shape_predictor:
     def _run_compiled(self, images, owner, rects, boxes_per_task=8):
         """``_run`` by the compiled cascade (``dnnpy/kernels/landmarks.py``), box by box, the
         boxes of a batch on dnnpy's threads; None when the kernels do not run."""
-        box = np.array([(r.left(), r.top(), r.right(), r.bottom()) for r in rects], np.float64)
+        box = _ltrb(rects)
         out = np.empty((len(rects), 2, self.num_parts()), np.int64)
         model = self._compiled_model()
         # a batch's boxes come image after image (owner is sorted)
@@ -292,7 +291,6 @@ class shape_predictor:
         fixed = np.full(4, np.nan, np.float32) if fixed is None else fixed
         feat_off = np.cumsum([0] + [len(lv.anchor) for lv in lvs]).astype(np.int64)
         nsplit = np.array([lv.nsplit for lv in lvs], np.int64)
-        split_off = np.cumsum([0] + [lv.ntrees * lv.nsplit for lv in lvs]).astype(np.int64)
         # each tree's splits without the table's padding, one row (idx1, idx2, limit)
         # each: int16 where the feature indices fit (a tree's 15 splits then fill 90
         # bytes, where the walk reads them)
@@ -304,8 +302,7 @@ class shape_predictor:
         return (self.initial_shape, weights, fixed, feat_off,
                 np.concatenate([lv.dx for lv in lvs]), np.concatenate([lv.dy for lv in lvs]),
                 np.concatenate([lv.anchor for lv in lvs]).astype(np.int64),
-                split_off, nsplit, splits, np.array([lv.ntrees for lv in lvs], np.int64),
-                np.cumsum([0] + [lv.leaf_rows.shape[0] for lv in lvs[:-1]]).astype(np.int64),
+                nsplit, splits, np.array([lv.ntrees for lv in lvs], np.int64),
                 self._joined_leaves())
 
     def _joined_leaves(self):
@@ -507,6 +504,11 @@ def _what_it_is(data, path):
                                       f"records (a dlib net is read with dnnpy.deserialize(path, "
                                       f"net_type()))")
     return None
+
+
+def _ltrb(rects):
+    """The boxes' left, top, right, bottom: (n, 4) float64."""
+    return np.array([(r.left(), r.top(), r.right(), r.bottom()) for r in rects], np.float64)
 
 
 def _unnormalizing(box):

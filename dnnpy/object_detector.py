@@ -145,7 +145,9 @@ class fhog_object_detector:
         sum of its planes' kept separable parts, or the weights themselves when dlib runs them
         whole (see the module's docstring)."""
         if self._filters is None:
-            self._filters = [_effective_filter(w, self.fhog_window_size()) for w in self.weights]
+            size = self.fhog_window_size()
+            self._filters = [_effective_filter(w, size, parts)
+                             for w, parts in zip(self.weights, self._parts())]
         return self._filters
 
     def _parts(self):
@@ -361,12 +363,11 @@ def _separable_parts(weights, size):
     return None if count > _PLANES * min(rows, cols) / 3.0 else parts
 
 
-def _effective_filter(weights, size):
+def _effective_filter(weights, size, parts):
     """The filter dlib runs for one detector's weights, whole: (rows, cols, 31) float64, the
-    sum of its planes' separable parts (``_separable_parts``), or the float32 weights when
-    dlib runs them whole."""
+    sum of its planes' separable ``parts`` (``_separable_parts``), or the float32 weights
+    when dlib runs them whole (``parts`` None)."""
     rows, cols = size
-    parts = _separable_parts(weights, size)
     if parts is None:
         planes = weights[:rows * cols * _PLANES].reshape(_PLANES, rows, cols)
         return planes.astype(np.float32).astype(np.float64).transpose(1, 2, 0)
@@ -483,13 +484,12 @@ class _Scan:
         # its separable parts: each part's plane, column and row filters, filter after filter
         self.terms = None
         if parts is not None and all(p is not None for p in parts):
-            terms = [(plane, col[:, j], row[:, j]) for one in parts
-                     for plane, (col, row) in enumerate(one) for j in range(col.shape[1])]
+            planes = [(plane, col, row) for one in parts for plane, (col, row) in enumerate(one)]
             sizes = [sum(col.shape[1] for col, _ in one) for one in parts]
             self.terms = (np.cumsum([0] + sizes).astype(np.int64),
-                          np.array([t[0] for t in terms], np.int64),
-                          np.array([t[1] for t in terms], np.float32).reshape(-1, self.rows),
-                          np.array([t[2] for t in terms], np.float32).reshape(-1, self.cols))
+                          np.repeat([p for p, _, _ in planes], [c.shape[1] for _, c, _ in planes]),
+                          np.concatenate([c.T for _, c, _ in planes]),       # (parts, rows)
+                          np.concatenate([r.T for _, _, r in planes]))       # (parts, cols)
         # every filter's weights for every window cell stacked, a window row at a time:
         # bank[i] (cols*filters, 31) @ the features (31, R*C) gives the products of the
         # cells of row i with every position; a window's score adds its cells' products

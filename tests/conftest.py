@@ -70,11 +70,11 @@ def kernels(request):
     """Runs a test twice: with dnnpy's compiled kernels (``dnnpy/kernels``, skipped without
     Numba) and with numpy only (``jit.force_numpy``): the two twins of the image code."""
     from dnnpy import jit
+    from helpers import needs_compiled_kernels
 
     if request.param == "numpy":
         with jit.force_numpy():
             yield "numpy"
         return
-    if not jit.available():
-        pytest.skip(f"compiled kernels not used: {jit.info()['reason']}")
+    needs_compiled_kernels()
     yield "compiled"

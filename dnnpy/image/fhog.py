@@ -190,11 +190,12 @@ def _histograms(a, cell, cells_nr, cells_nc):
     weight[pad:pad + ny, 0], weight[pad:pad + ny, 1] = vy1, vy0
     weight = weight.reshape(blocks, cell, 2).transpose(0, 2, 1)
     orient_table, length_table = _gradient_tables()
+    vx0, vx1 = vx0.astype(np.float64), vx1.astype(np.float64)
     if jit.call("fhog", "histograms", a if a.ndim == 3 else a[:, :, None], ny, nx,
-                int(np.count_nonzero(simd)), col, vx0.astype(np.float64), vx1.astype(np.float64),
-                iyp, vy0.astype(np.float64), vy1.astype(np.float64), orient_table, hist):
+                int(np.count_nonzero(simd)), col, vx0, vx1, iyp, vy0.astype(np.float64),
+                vy1.astype(np.float64), orient_table, hist):
         return hist
-    col18, vx0, vx1 = col * 18, vx0.astype(np.float64), vx1.astype(np.float64)
+    col18 = col * 18
     top = int(iyp[0]) + 1
     # a band of blocks at a time (its temporaries stay in cache)
     band = max(1, _BAND_PIXELS // (cell * nx))

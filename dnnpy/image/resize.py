@@ -103,8 +103,8 @@ def _resize_into(img, rows, cols, parallel=None):
         # uint8 images: by the compiled kernel where it runs (dnnpy/kernels/resize.py), an
         # RGB image as one of 3 x its width (each channel's values 3 apart), so that its
         # loops run on contiguous values
-        compiled = img.dtype == np.uint8
-        if compiled:
+        compiled = img.dtype == np.uint8 and jit.active()
+        if compiled:        # (reshaping a strided image copies it: only for the kernel)
             c3 = 3 if rgb else 1
             flat_in, flat_out = img.reshape(nr, nc * c3), out.reshape(rows, cols * c3)[:, :cm * c3]
             flat_cols = (lm[:, None] * c3 + np.arange(c3)).ravel()

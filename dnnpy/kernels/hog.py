@@ -41,7 +41,7 @@ def separable_scores(planes, term_off, term_plane, term_col, term_row, score):
     by ``term_row[t]`` (the window's columns) and then along its columns by ``term_col[t]``
     (the window's rows)."""
     count, vr, vc = score.shape
-    nr, nc = planes.shape[1], planes.shape[2]
+    nr = planes.shape[1]
     tmp = np.empty(nr * vc, np.float32)            # one plane filtered along its rows, flat
     for k in range(count):
         s = score[k]

@@ -19,6 +19,13 @@ def _grey(img, x, y):
     return np.int32(img[y, x, 0])
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _to_image(m0, m1, b, px, py):
+    """One image coordinate of the shape point (px, py), float32: ``floor(m0 px + m1 py +
+    b)`` in float64 (``b`` holds dlib's rounding half)."""
+    return np.int64(np.floor(m0 * px + m1 * py + b))
+
+
 @njit(cache=True, nogil=True)
 def _left(f, splits, at):
     """1 when split ``at`` sends the walk left, else 0."""
@@ -46,9 +53,7 @@ def _feature_values(img, shape, sim, m00, m01, b0, m10, m11, b1, begin, end, dx,
         a = anchor[begin + j]
         px = sim[0] * dx[begin + j] + sim[1] * dy[begin + j] + shape[2 * a]
         py = sim[2] * dx[begin + j] + sim[3] * dy[begin + j] + shape[2 * a + 1]
-        x = np.int64(np.floor(m00 * px + m01 * py + b0))
-        y = np.int64(np.floor(m10 * px + m11 * py + b1))
-        f[j] = _grey(img, x, y)
+        f[j] = _grey(img, _to_image(m00, m01, b0, px, py), _to_image(m10, m11, b1, px, py))
 
 
 @njit(cache=True, nogil=True)
@@ -95,7 +100,7 @@ def _add_leaves(shape, leaves, start, per_tree, trees, leaf):
 
 @njit(cache=True, nogil=True)
 def cascade(img, boxes, unit_pinv, first, last, initial, weights, fixed, feat_off, dx, dy,
-            anchor, split_off, nsplit, splits, ntrees, leaf_off, leaves, out):
+            anchor, nsplit, splits, ntrees, leaves, out):
     """Landmarks of boxes ``first..last-1`` into ``out`` (boxes, 2, parts; int64 x and y).
 
     ``img``: (H, W, 1 or 3) uint8; ``boxes``: (n, 4) float64 left, top, right, bottom, each
@@ -104,11 +109,10 @@ def cascade(img, boxes, unit_pinv, first, last, initial, weights, fixed, feat_of
     ``initial``: the mean shape (2P float32); ``weights``: the
     (2P, 4) float64 map from a shape to its similarity transform, or ``fixed`` (4 float32)
     when ``fixed[0]`` is not NaN; level ``l``'s feature pixels are ``feat_off[l]..`` of
-    ``dx``, ``dy``, ``anchor``; its trees' splits are the rows ``split_off[l]..`` of ``splits``
-    (idx1, idx2, limit; ``nsplit[l]`` per tree; left when the grey difference of the
-    feature pixels idx1 and idx2 is greater than the limit); its ``ntrees[l]`` trees'
-    leaves are the rows ``leaf_off[l]..`` of ``leaves`` (rows, 2P float32), ``nsplit[l] +
-    1`` a tree."""
+    ``dx``, ``dy``, ``anchor``; its ``ntrees[l]`` trees' splits are the next rows of
+    ``splits`` (idx1, idx2, limit; ``nsplit[l]`` a tree; left when the grey difference of
+    the feature pixels idx1 and idx2 is greater than the limit), their leaves the next rows
+    of ``leaves`` (rows, 2P float32; ``nsplit[l] + 1`` a tree), level after level."""
     nlev = len(nsplit)
     width = len(initial)
     shape = np.empty(width, np.float32)
@@ -126,6 +130,7 @@ def cascade(img, boxes, unit_pinv, first, last, initial, weights, fixed, feat_of
         m10 = top * unit_pinv[0, 0] + top * unit_pinv[1, 0] + bottom * unit_pinv[2, 0]
         m11 = top * unit_pinv[0, 1] + top * unit_pinv[1, 1] + bottom * unit_pinv[2, 1]
         b1 = top * unit_pinv[0, 2] + top * unit_pinv[1, 2] + bottom * unit_pinv[2, 2] + 0.5
+        split_at = leaf_at = 0
         for lev in range(nlev):
             if np.isnan(fixed[0]):
                 _similarity(shape, weights, sim)
@@ -133,9 +138,10 @@ def cascade(img, boxes, unit_pinv, first, last, initial, weights, fixed, feat_of
                 sim[:] = fixed
             _feature_values(img, shape, sim, m00, m01, b0, m10, m11, b1, feat_off[lev],
                             feat_off[lev + 1], dx, dy, anchor, f)
-            _leaves_reached(f, splits, split_off[lev], nsplit[lev], ntrees[lev], leaf)
-            _add_leaves(shape, leaves, leaf_off[lev], nsplit[lev] + 1, ntrees[lev], leaf)
+            _leaves_reached(f, splits, split_at, nsplit[lev], ntrees[lev], leaf)
+            _add_leaves(shape, leaves, leaf_at, nsplit[lev] + 1, ntrees[lev], leaf)
+            split_at += ntrees[lev] * nsplit[lev]
+            leaf_at += ntrees[lev] * (nsplit[lev] + 1)
         for k in range(width // 2):
-            px, py = shape[2 * k], shape[2 * k + 1]
-            out[box, 0, k] = np.int64(np.floor(m00 * px + m01 * py + b0))
-            out[box, 1, k] = np.int64(np.floor(m10 * px + m11 * py + b1))
+            out[box, 0, k] = _to_image(m00, m01, b0, shape[2 * k], shape[2 * k + 1])
+            out[box, 1, k] = _to_image(m10, m11, b1, shape[2 * k], shape[2 * k + 1])

@@ -9,7 +9,7 @@ import math
 import numpy as np
 from numba import njit
 
-# what decode reports in result[2] (dnnpy/serialization/packed.py reads the same numbers)
+# why decode stopped, result[1]: an index into dnnpy/serialization/packed.py's _STOPS
 OK, CONTROL, TRUNCATED, WIDE = 0, 1, 2, 3
 
 
@@ -18,9 +18,9 @@ def decode(b, limit, values, every, checkpoints, result):
     """Decode the packed integers of ``b`` (uint8) into ``values`` (at least ``len(b) // 2``
     long: an integer takes two bytes or more) until the end or the first byte that is not
     one; ``checkpoints[k]``: the byte offset of integer ``k * every``. ``result``: the count
-    decoded, the offset where decoding stopped, why (``OK``: at the end; ``CONTROL``: a
-    byte that is no control byte; ``TRUNCATED``: the data ends inside the integer;
-    ``WIDE``: its magnitude is ``limit`` or more), and that integer's offset."""
+    decoded, why it stopped (``OK``: at the end; ``CONTROL``: a byte that is no control
+    byte; ``TRUNCATED``: the data ends inside the integer; ``WIDE``: its magnitude is
+    ``limit`` or more) and the byte offset where it stopped."""
     n = len(b)
     i = 0
     k = 0
@@ -56,7 +56,7 @@ def decode(b, limit, values, every, checkpoints, result):
         values[k] = sign * np.int64(v)
         k += 1
         i += 1 + size
-    result[0], result[1], result[2], result[3] = k, i, why, i
+    result[0], result[1], result[2] = k, why, i
 
 
 @njit(cache=True, nogil=True)

@@ -10,12 +10,34 @@ from numba import njit
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _gather(img, y, columns, step, left, right):
-    """The values at ``columns`` and ``columns + step`` of row ``y`` as float32: what the
-    output rows reading row ``y`` weigh."""
+def _held(held, y):
+    """The slot holding row ``y``, or -1."""
+    return 0 if held[0] == y else 1 if held[1] == y else -1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _slot(img, y, columns, step, gathered, held, avoid):
+    """The slot of ``gathered`` holding row ``y``'s values at ``columns`` and ``columns +
+    step`` (float32): gathered into the slot other than ``avoid`` when no slot holds them."""
+    s = _held(held, y)
+    if s >= 0:
+        return s
+    s = 1 if avoid == 0 else 0
     for x in range(len(columns)):
-        left[x] = img[y, columns[x]]
-        right[x] = img[y, columns[x] + step]
+        gathered[s, 0, x] = img[y, columns[x]]
+        gathered[s, 1, x] = img[y, columns[x] + step]
+    held[s] = y
+    return s
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _weighed(g, st, sb, wt, wb, lr, ilr, x):
+    """Value ``x`` of an output row: its four input values weighed in dlib's order."""
+    s = g[st, 0, x] * (wt * ilr[x])
+    s += g[st, 1, x] * (wt * lr[x])
+    s += g[sb, 0, x] * (wb * ilr[x])
+    s += g[sb, 1, x] * (wb * lr[x])
+    return s
 
 
 @njit(cache=True, nogil=True)
@@ -33,31 +55,14 @@ def bilinear_rows(img, r0, r1, top, bottom, itb, tb, columns, step, lr, ilr, tru
     gathered = np.empty((2, 2, n), np.float32)
     held = np.array([-1, -1])
     for r in range(r0, r1):
-        t, b = top[r], bottom[r]
-        st = 0 if held[0] == t else 1 if held[1] == t else -1
-        if st < 0:
-            st = 1 if held[0] == b else 0          # (not the slot holding the bottom row)
-            _gather(img, t, columns, step, gathered[st, 0], gathered[st, 1])
-            held[st] = t
-        sb = st if b == t else 0 if held[0] == b else 1 if held[1] == b else -1
-        if sb < 0:
-            sb = 1 - st
-            _gather(img, b, columns, step, gathered[sb, 0], gathered[sb, 1])
-            held[sb] = b
-        tl, tr, bl, br = gathered[st, 0], gathered[st, 1], gathered[sb, 0], gathered[sb, 1]
-        wt, wb = itb[r], tb[r]
-        row = out[r]
+        # the top row into a slot the bottom row does not hold, then the bottom row
+        st = _slot(img, top[r], columns, step, gathered, held, _held(held, bottom[r]))
+        sb = _slot(img, bottom[r], columns, step, gathered, held, st)
+        wt, wb, row = itb[r], tb[r], out[r]
         if truncate:
             for x in range(n):
-                s = tl[x] * (wt * ilr[x])
-                s += tr[x] * (wt * lr[x])
-                s += bl[x] * (wb * ilr[x])
-                s += br[x] * (wb * lr[x])
-                row[x] = np.uint8(s)
+                row[x] = np.uint8(_weighed(gathered, st, sb, wt, wb, lr, ilr, x))
         else:
             for x in range(n):
-                s = tl[x] * (wt * ilr[x])
-                s += tr[x] * (wt * lr[x])
-                s += bl[x] * (wb * ilr[x])
-                s += br[x] * (wb * lr[x])
-                row[x] = np.uint8(np.trunc(np.float64(s) + 0.5))
+                value = np.float64(_weighed(gathered, st, sb, wt, wb, lr, ilr, x))
+                row[x] = np.uint8(np.trunc(value + 0.5))

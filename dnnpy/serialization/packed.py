@@ -231,29 +231,36 @@ def decode_stream(b: np.ndarray, what: str, offset: int = 0, partial: bool = Fal
     if partial:
         return stream
     if problem is None and expect != n:
-        last = stream.start(len(values) - 1) if len(values) else 0
-        raise SerializationError(f"{what}: the data ends inside a packed integer at byte offset "
-                                 f"{offset + last} (truncated?)")
+        problem = (stream.start(len(values) - 1) if len(values) else 0), "truncated"
     if problem is not None:
         at, why = problem
-        if why == "control":
-            raise SerializationError(f"{what}: expected a packed integer at byte offset "
-                                     f"{offset + at}, found the byte 0x{b[at]:02x}")
-        if why == "wide":
-            raise SerializationError(f"{what}: the packed integer at byte offset {offset + at} "
-                                     f"does not fit in {8 * dtype.itemsize} bits")
-        if why == "truncated":
-            raise SerializationError(f"{what}: the data ends inside a packed integer at byte "
-                                     f"offset {offset + at} (truncated?)")
-        raise SerializationError(f"{what}: the packed integers do not line up at byte offset "
-                                 f"{offset + at}")
+        raise _refusal(why, at, b, what, offset, dtype)
     return stream
+
+
+def _refusal(why, at, b, what, offset, dtype):
+    """The error for the stream ``b`` at byte ``at``, both decoders': ``why`` is "control"
+    (no control byte there), "wide" (the integer does not fit ``dtype``), "truncated" (the
+    data ends inside it) or "break" (the integers do not line up there; ``dtype`` is read
+    for "wide" only)."""
+    if why == "control":
+        return SerializationError(f"{what}: expected a packed integer at byte offset "
+                                  f"{offset + at}, found the byte 0x{b[at]:02x}")
+    if why == "wide":
+        return SerializationError(f"{what}: the packed integer at byte offset {offset + at} "
+                                  f"does not fit in {8 * dtype.itemsize} bits")
+    if why == "truncated":
+        return SerializationError(f"{what}: the data ends inside a packed integer at byte "
+                                  f"offset {offset + at} (truncated?)")
+    return SerializationError(f"{what}: the packed integers do not line up at byte offset "
+                              f"{offset + at}")
 
 
 # integers between two offsets the compiled decoder keeps (for PackedStream.start)
 _CHECKPOINT = 1024
-# why the compiled decoder stopped (dnnpy/kernels/packed.py's OK, CONTROL, TRUNCATED, WIDE)
-_OK, _CONTROL, _TRUNCATED, _WIDE = 0, 1, 2, 3
+# why the compiled decoder stopped, by its code (dnnpy/kernels/packed.py: OK, CONTROL,
+# TRUNCATED, WIDE), as _refusal names it
+_STOPS = (None, "control", "truncated", "wide")
 
 
 def _decode_compiled(b, what, offset, partial, dtype):
@@ -265,11 +272,11 @@ def _decode_compiled(b, what, offset, partial, dtype):
     # touched, so never allocated: transient_empty maps them without numpy's huge pages)
     values = transient_empty(n // 2 + 1, dtype)
     checkpoints = np.empty(n // (2 * _CHECKPOINT) + 2, np.int64)
-    result = np.zeros(4, np.int64)
+    result = np.zeros(3, np.int64)
     limit = np.uint64(1 << (8 * dtype.itemsize - 1))
     if not jit.call("packed", "decode", b, limit, values, _CHECKPOINT, checkpoints, result):
         return None
-    count, end, why, at = (int(v) for v in result)
+    count, why, at = (int(v) for v in result)
 
     def group_starts(g):
         size = min(_CHECKPOINT, count - g * _CHECKPOINT)
@@ -284,16 +291,9 @@ def _decode_compiled(b, what, offset, partial, dtype):
     groups = -(-count // _CHECKPOINT)
     counts = [_CHECKPOINT] * (groups - 1) + [count - (groups - 1) * _CHECKPOINT] if groups else []
     stream = PackedStream(values[:count], group_starts, counts, n)
-    if partial or why == _OK:
+    if partial or _STOPS[why] is None:
         return stream
-    if why == _CONTROL:
-        raise SerializationError(f"{what}: expected a packed integer at byte offset "
-                                 f"{offset + at}, found the byte 0x{b[at]:02x}")
-    if why == _WIDE:
-        raise SerializationError(f"{what}: the packed integer at byte offset {offset + at} "
-                                 f"does not fit in {8 * dtype.itemsize} bits")
-    raise SerializationError(f"{what}: the data ends inside a packed integer at byte offset "
-                             f"{offset + at} (truncated?)")
+    raise _refusal(_STOPS[why], at, b, what, offset, dtype)
 
 
 def _bridge(b, sync, segment, what, offset):
@@ -322,15 +322,13 @@ def _bridge(b, sync, segment, what, offset):
         while at < hi - lo:
             c = data[at]
             if c & 0x70 or not 1 <= c & 0x0F <= 8:
-                raise SerializationError(f"{what}: expected a packed integer at byte offset "
-                                         f"{offset + lo + at}, found the byte 0x{c:02x}")
+                raise _refusal("control", lo + at, b, what, offset, None)
             at += 1 + (c & 0x0F)
             if next_segment <= at < hi - lo:          # the first start in a new segment
                 found.append(lo + at)
                 next_segment = ((lo + at) // segment + 1) * segment - lo
         if at != hi - lo:
-            raise SerializationError(f"{what}: the packed integers do not line up at byte "
-                                     f"offset {offset + lo + at - (1 + (c & 0x0F))}")
+            raise _refusal("break", lo + at - (1 + (c & 0x0F)), b, what, offset, None)
         points.append(np.array(found, np.int64))
     return np.unique(np.concatenate(points))
 
